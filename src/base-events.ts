@@ -1,0 +1,753 @@
+/**
+ * The event loop (asyncio.base_events.BaseEventLoop) on top of Node's libuv loop.
+ *
+ * asyncio's `run_forever` blocks a thread in `while True: _run_once()`. JavaScript cannot block
+ * and still run Node's I/O, so this loop borrows libuv's turns: iterations run back to back
+ * within a short time slice, then the loop yields one turn (`setImmediate`) so I/O callbacks,
+ * Promise reactions and MessagePort messages run; with nothing ready it sleeps on one Node timer
+ * armed for the earliest TimerHandle, which also keeps the process alive while the loop runs.
+ */
+import { performance } from 'node:perf_hooks';
+import { _currentVars, type Context } from './contextvars.js';
+import { RuntimeError, _isEscaping } from './exceptions.js';
+import { Future } from './futures.js';
+import { Handle, TimerHandle, type AnyCallback } from './handles.js';
+import { Deque } from './internal/deque.js';
+import { repr, typeName } from './internal/format.js';
+import { heapify, heapPop, heapPush } from './internal/heap.js';
+import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
+import { logger } from './log.js';
+import { Task, ensureFuture } from './task.js';
+import type { Coroutine, Awaitable } from './coroutines.js';
+
+/** asyncio: purge the timer heap when it holds more than this many timers... */
+const MIN_SCHEDULED_TIMER_HANDLES = 100;
+/** ...and more than this fraction of them are cancelled. */
+const MIN_CANCELLED_TIMER_HANDLES_FRACTION = 0.5;
+/** asyncio caps one wait at a day; Node warns about timers past 2^31 ms. */
+const MAXIMUM_SELECT_TIMEOUT = 24 * 3600;
+/** How long iterations run back to back before the loop gives libuv a turn, in ms. */
+const TIME_SLICE_MS = 2;
+/** The clock's resolution in seconds: timers due within it count as due. */
+const CLOCK_RESOLUTION = 1e-6;
+
+// eslint-disable-next-line @typescript-eslint/no-empty-function
+const GeneratorFunction = Object.getPrototypeOf(function* () {}).constructor as unknown;
+
+/** The context object passed to exception handlers; keys as in asyncio's `call_exception_handler`. */
+export interface ExceptionContext {
+  /** A description of the problem, e.g. "Exception in callback ...". */
+  message: string;
+  /** The error, when there is one. */
+  exception?: Error;
+  /** The future concerned, when there is one. */
+  future?: Future<unknown>;
+  /** The task concerned, when there is one. */
+  task?: Task<unknown>;
+  /** The handle whose callback failed, when there is one. */
+  handle?: Handle;
+  /** The original context, when a custom handler itself failed. */
+  context?: ExceptionContext;
+  /** Other keys asyncio defines (e.g. a source traceback in debug mode). */
+  [key: string]: unknown;
+}
+
+/** A custom exception handler (asyncio: `handler(loop, context)`). */
+export type ExceptionHandler = (loop: EventLoop, context: ExceptionContext) => void;
+
+/** Options accepted wherever a task is created. */
+export interface TaskOptions {
+  /** The task's name (default `Task-<n>`). */
+  name?: string;
+  /** The context the task runs in (default: a copy of the current one). */
+  context?: Context;
+}
+
+/** A task factory (asyncio: `factory(loop, coro, context=...)`); the name is applied afterwards with `setName`. */
+export type TaskFactory = (loop: EventLoop, coro: Coroutine<unknown>, options?: { context?: Context }) => Task<unknown>;
+
+/** What the loop needs of its default executor at shutdown (the full interface comes with executors). */
+export interface ShutdownTarget {
+  shutdown(wait?: boolean): Promise<void>;
+}
+
+function checkCallback(callback: unknown, method: string, debug: boolean): void {
+  if (typeof callback !== 'function') {
+    throw new TypeError(`a callable object was expected by ${method}(), got ${repr(callback)}`);
+  }
+  if (debug && callback instanceof (GeneratorFunction as typeof Function)) {
+    throw new TypeError(`coroutines cannot be used with ${method}()`);
+  }
+}
+
+function checkTime(value: unknown, what: 'delay' | 'when'): number {
+  if (typeof value !== 'number') {
+    throw new TypeError(`${what} must be a number, got ${typeName(value)}`);
+  }
+  if (Number.isNaN(value)) {
+    throw new RangeError(`Invalid ${what}: NaN (not a number)`);
+  }
+  return value;
+}
+
+function runUntilCompleteCallback(future: Future<unknown>): void {
+  // A KeyboardInterrupt or SystemExit is already on its way out of the loop: stopping here too
+  // would leave a stale stop request for the next run.
+  if (!future.cancelled() && _isEscaping(future.exception())) return;
+  future.getLoop().stop();
+}
+
+/**
+ * An asyncio-style event loop; create one with `newEventLoop()` (asyncio.AbstractEventLoop).
+ *
+ * @example
+ * ```ts
+ * const loop = newEventLoop();
+ * loop.callSoon(() => { console.log('hello'); loop.stop(); });
+ * await loop.runForever();
+ * loop.close();
+ * ```
+ */
+export class EventLoop {
+  /** In debug mode, callbacks running longer than this many seconds are logged (slow_callback_duration). */
+  slowCallbackDuration = 0.1;
+
+  #ready = new Deque<Handle>(64);
+  #scheduled: TimerHandle[] = [];
+  #timerCancelledCount = 0;
+  #timerSeq = 0;
+  #stopping = false;
+  #closed = false;
+  #running = false;
+  #debug = false;
+  /** Whether the loop is inside `#drive`: a callSoon there needs no wake-up. */
+  #inDrive = false;
+  #wakePending = false;
+  #immediate: NodeJS.Immediate | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #timerDue = 0;
+  #settle: ((error: unknown) => void) | null = null;
+  #exceptionHandler: ExceptionHandler | null = null;
+  #taskFactory: TaskFactory | null = null;
+  #defaultExecutor: ShutdownTarget | null = null;
+  #executorShutdownCalled = false;
+
+  /** @internal The task whose step runs now (asyncio's `_current_tasks[loop]`). */
+  _currentTask: Task<unknown> | null = null;
+  /** @internal The loop's tasks that are not done yet. */
+  _tasks = new Set<Task<unknown>>();
+
+  // ───────────────────────────── scheduling ─────────────────────────────
+
+  /**
+   * Schedule `callback(...args)` for the next iteration, FIFO (call_soon).
+   *
+   * @example
+   * ```ts
+   * loop.callSoon(console.log, 'hello', 'world');
+   * ```
+   */
+  callSoon<A extends unknown[]>(callback: (...args: A) => void, ...args: A): Handle;
+  callSoon(callback: AnyCallback): Handle {
+    checkCallback(callback, 'callSoon', this.#debug);
+    if (this.#closed) throw new RuntimeError('Event loop is closed');
+    const argc = arguments.length - 1;
+    const handle =
+      argc === 0
+        ? new Handle(callback, this, 0, undefined, undefined, null, null, _currentVars())
+        : argc === 1
+          ? new Handle(callback, this, 1, arguments[1], undefined, null, null, _currentVars())
+          : argc === 2
+            ? new Handle(callback, this, 2, arguments[1], arguments[2], null, null, _currentVars())
+            : new Handle(callback, this, argc, undefined, undefined, Array.prototype.slice.call(arguments, 1), null, _currentVars());
+    this.#ready.push(handle);
+    if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
+    return handle;
+  }
+
+  /**
+   * Like `callSoon`, callable from outside the loop's callbacks: a Promise reaction, a Node
+   * callback, a timer; it wakes the loop (call_soon_threadsafe).
+   *
+   * @example
+   * ```ts
+   * fs.readFile(path, (err, data) => loop.callSoonThreadsafe(onData, err, data));
+   * ```
+   */
+  callSoonThreadsafe<A extends unknown[]>(callback: (...args: A) => void, ...args: A): Handle {
+    checkCallback(callback, 'callSoonThreadsafe', this.#debug);
+    if (this.#closed) throw new RuntimeError('Event loop is closed');
+    const handle = new Handle(callback as AnyCallback, this, args.length, args[0], args[1], args.length > 2 ? args : null, null, _currentVars());
+    this.#ready.push(handle);
+    if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
+    return handle;
+  }
+
+  /**
+   * Schedule `callback(...args)` after `delay` seconds (call_later).
+   *
+   * @example
+   * ```ts
+   * const timer = loop.callLater(0.5, () => console.log('half a second later'));
+   * ```
+   */
+  callLater<A extends unknown[]>(delay: number, callback: (...args: A) => void, ...args: A): TimerHandle {
+    checkTime(delay, 'delay');
+    checkCallback(callback, 'callLater', this.#debug);
+    return this.#schedule(this.time() + delay, callback as AnyCallback, args);
+  }
+
+  /**
+   * Schedule `callback(...args)` at the loop time `when`, in seconds (call_at).
+   *
+   * @example
+   * ```ts
+   * loop.callAt(loop.time() + 2, () => console.log('two seconds later'));
+   * ```
+   */
+  callAt<A extends unknown[]>(when: number, callback: (...args: A) => void, ...args: A): TimerHandle {
+    checkTime(when, 'when');
+    checkCallback(callback, 'callAt', this.#debug);
+    return this.#schedule(when, callback as AnyCallback, args);
+  }
+
+  #schedule(when: number, callback: AnyCallback, args: unknown[]): TimerHandle {
+    if (this.#closed) throw new RuntimeError('Event loop is closed');
+    const argc = args.length;
+    const timer = new TimerHandle(when, this.#timerSeq++, callback, this, argc, args[0], args[1], argc > 2 ? args : null, _currentVars());
+    heapPush(this.#scheduled, timer);
+    timer._scheduled = true;
+    if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
+    return timer;
+  }
+
+  /** @internal Schedule a prepared handle (tasks reuse theirs); same rules as `callSoon`. */
+  _scheduleHandle(handle: Handle): void {
+    if (this.#closed) throw new RuntimeError('Event loop is closed');
+    this.#ready.push(handle);
+    if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
+  }
+
+  /** @internal Schedule `callback(arg)` in `context` (a Context, or a captured variable map). */
+  _callSoonWith(callback: AnyCallback, arg: unknown, context: Context | null, vars: Context['_vars']): void {
+    this._scheduleHandle(new Handle(callback, this, 1, arg, undefined, null, context, vars));
+  }
+
+  /** @internal Count a cancelled timer still in the heap (asyncio's `_timer_handle_cancelled`). */
+  _timerHandleCancelled(handle: TimerHandle): void {
+    if (handle._scheduled) this.#timerCancelledCount++;
+  }
+
+  /**
+   * The loop's monotonic clock, in seconds (time).
+   *
+   * @example
+   * ```ts
+   * const started = loop.time();
+   * ```
+   */
+  time(): number {
+    return performance.now() / 1000;
+  }
+
+  // ───────────────────────────── futures and tasks ─────────────────────────────
+
+  /**
+   * Create a Future bound to this loop (create_future).
+   *
+   * @example
+   * ```ts
+   * const fut = loop.createFuture<number>();
+   * loop.callLater(1, () => fut.setResult(42));
+   * ```
+   */
+  createFuture<T = unknown>(): Future<T> {
+    return new Future<T>({ loop: this });
+  }
+
+  /**
+   * Wrap a coroutine in a Task scheduled on this loop (create_task).
+   *
+   * @example
+   * ```ts
+   * const task = loop.createTask(main(), { name: 'main' });
+   * ```
+   */
+  createTask<T>(coro: Coroutine<T>, options?: TaskOptions): Task<T> {
+    if (this.#closed) {
+      (coro as { return?: (value?: unknown) => unknown } | null)?.return?.(undefined);
+      throw new RuntimeError('Event loop is closed');
+    }
+    const factory = this.#taskFactory;
+    if (factory === null) {
+      return new Task(coro, { loop: this, name: options?.name, context: options?.context });
+    }
+    const context = options?.context;
+    const task = (context === undefined ? factory(this, coro) : factory(this, coro, { context })) as Task<T>;
+    if (options?.name !== undefined) task.setName(options.name);
+    return task;
+  }
+
+  /**
+   * Set the factory `createTask` uses, or null for plain Tasks (set_task_factory).
+   *
+   * @example
+   * ```ts
+   * loop.setTaskFactory((loop, coro, opts) => new Task(coro, { loop, ...opts }));
+   * ```
+   */
+  setTaskFactory(factory: TaskFactory | null): void {
+    if (factory !== null && typeof factory !== 'function') {
+      throw new TypeError('task factory must be a callable or null');
+    }
+    this.#taskFactory = factory;
+  }
+
+  /** The current task factory, or null (get_task_factory). */
+  getTaskFactory(): TaskFactory | null {
+    return this.#taskFactory;
+  }
+
+  // ───────────────────────────── running and stopping ─────────────────────────────
+
+  /**
+   * Run until `stop()`; the returned Promise settles when the loop has stopped (run_forever).
+   * The first iterations run before this method returns.
+   *
+   * @example
+   * ```ts
+   * loop.callLater(1, () => loop.stop());
+   * await loop.runForever();
+   * ```
+   */
+  runForever(): Promise<void> {
+    try {
+      this.#checkClosed();
+      this.#checkRunning();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    this.#running = true;
+    _setRunningLoop(this);
+    return new Promise<void>((resolve, reject) => {
+      this.#settle = (error) => (error === undefined ? resolve() : reject(error));
+      this.#drive();
+    });
+  }
+
+  /**
+   * Run until `aw` is done; settles with its result or error (run_until_complete). A coroutine
+   * is wrapped in a Task; if the loop stops first the Promise rejects with RuntimeError.
+   *
+   * @example
+   * ```ts
+   * const answer = await loop.runUntilComplete(compute());
+   * ```
+   */
+  async runUntilComplete<T>(aw: Awaitable<T>): Promise<T> {
+    this.#checkClosed();
+    this.#checkRunning();
+    const newTask = !(aw instanceof Future);
+    const future = ensureFuture(aw as Awaitable<T>, { loop: this }) as Future<T>;
+    future.addDoneCallback(runUntilCompleteCallback);
+    try {
+      await this.runForever();
+    } catch (error) {
+      // The error is on its way to the caller: the wrapping task must not also report it as
+      // "never retrieved".
+      if (newTask && future.done() && !future.cancelled()) future.exception();
+      throw error;
+    } finally {
+      future.removeDoneCallback(runUntilCompleteCallback);
+    }
+    if (!future.done()) {
+      throw new RuntimeError('Event loop stopped before Future completed.');
+    }
+    return future.result();
+  }
+
+  /**
+   * Stop after the callbacks already ready have run (stop). Called before `runForever`, the
+   * next run performs exactly one iteration.
+   *
+   * @example
+   * ```ts
+   * loop.callSoon(() => loop.stop());
+   * ```
+   */
+  stop(): void {
+    this.#stopping = true;
+    if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
+  }
+
+  /** Whether the loop is running (is_running). */
+  isRunning(): boolean {
+    return this.#running;
+  }
+
+  /** Whether the loop was closed (is_closed). */
+  isClosed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Close the loop: drop pending callbacks and shut the default executor down without waiting;
+   * a no-op when already closed; RuntimeError while running (close).
+   *
+   * @example
+   * ```ts
+   * await loop.runUntilComplete(main());
+   * loop.close();
+   * ```
+   */
+  close(): void {
+    if (this.#running) throw new RuntimeError('Cannot close a running event loop');
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#ready.clear();
+    this.#scheduled.length = 0;
+    this.#timerCancelledCount = 0;
+    this.#disarm();
+    const executor = this.#defaultExecutor;
+    this.#defaultExecutor = null;
+    if (executor !== null) void executor.shutdown(false);
+  }
+
+  /**
+   * Finalize async generators (shutdown_asyncgens). Coroutines here are synchronous generators
+   * that their Tasks close, so there is nothing to finalize: the Future is already done.
+   */
+  shutdownAsyncgens(): Future<void> {
+    const future = this.createFuture<void>();
+    future.setResult(undefined);
+    return future;
+  }
+
+  /**
+   * Shut the default executor down, waiting at most `timeout` seconds (shutdown_default_executor).
+   * On timeout a RuntimeWarning is emitted and the executor is told to stop without waiting.
+   *
+   * @example
+   * ```ts
+   * yield* loop.shutdownDefaultExecutor(5);
+   * ```
+   */
+  shutdownDefaultExecutor(timeout: number | null = null): Future<void> {
+    this.#executorShutdownCalled = true;
+    const future = this.createFuture<void>();
+    const executor = this.#defaultExecutor;
+    if (executor === null) {
+      future.setResult(undefined);
+      return future;
+    }
+    let timer: NodeJS.Timeout | null = null;
+    const finish = (error?: unknown): void => {
+      if (timer !== null) clearTimeout(timer);
+      if (future.done() || this.#closed) return;
+      this.callSoonThreadsafe(() => {
+        if (future.done()) return;
+        if (error === undefined) future.setResult(undefined);
+        else future.setException(error as Error);
+      });
+    };
+    if (timeout !== null) {
+      timer = setTimeout(() => {
+        timer = null;
+        process.emitWarning(`The executor did not finishing joining its threads within ${timeout} seconds.`, 'RuntimeWarning');
+        void executor.shutdown(false);
+        finish();
+      }, Math.max(0, timeout) * 1000);
+    }
+    executor.shutdown(true).then(() => finish(), (error: unknown) => finish(error));
+    return future;
+  }
+
+  /** @internal The default executor, for `runInExecutor(null, ...)`. */
+  _getDefaultExecutor(): ShutdownTarget | null {
+    return this.#defaultExecutor;
+  }
+
+  /** @internal Install the default executor; RuntimeError once shutdown was called. */
+  _setDefaultExecutor(executor: ShutdownTarget | null): void {
+    this.#defaultExecutor = executor;
+  }
+
+  /** @internal Whether `shutdownDefaultExecutor` was called. */
+  _executorShutdownCalled(): boolean {
+    return this.#executorShutdownCalled;
+  }
+
+  // ───────────────────────────── errors and debugging ─────────────────────────────
+
+  /**
+   * Set the handler for errors the loop cannot raise anywhere, or null for the default
+   * (set_exception_handler).
+   *
+   * @example
+   * ```ts
+   * loop.setExceptionHandler((loop, ctx) => report(ctx.message, ctx.exception));
+   * ```
+   */
+  setExceptionHandler(handler: ExceptionHandler | null): void {
+    if (handler !== null && typeof handler !== 'function') {
+      throw new TypeError(`A callable object or null is expected, got ${repr(handler)}`);
+    }
+    this.#exceptionHandler = handler;
+  }
+
+  /** The custom exception handler, or null (get_exception_handler). */
+  getExceptionHandler(): ExceptionHandler | null {
+    return this.#exceptionHandler;
+  }
+
+  /**
+   * The default handling: log `context.message`, the other keys and the error through the
+   * logger (default_exception_handler).
+   */
+  defaultExceptionHandler(context: ExceptionContext): void {
+    const message = context.message === undefined || context.message === '' ? 'Unhandled exception in event loop' : context.message;
+    const lines = [message];
+    for (const key of Object.keys(context).sort()) {
+      if (key === 'message' || key === 'exception') continue;
+      const value = context[key];
+      lines.push(`${key}: ${key === 'context' ? JSON.stringify(Object.keys(value as object)) : repr(value)}`);
+    }
+    logger.error(lines.join('\n'), context.exception);
+  }
+
+  /**
+   * Route `context` to the custom handler, else the default one (call_exception_handler).
+   * Errors thrown by handlers are logged, never raised (KeyboardInterrupt and SystemExit escape).
+   *
+   * @example
+   * ```ts
+   * loop.callExceptionHandler({ message: 'lost a connection', exception: err });
+   * ```
+   */
+  callExceptionHandler(context: ExceptionContext): void {
+    const handler = this.#exceptionHandler;
+    if (handler === null) {
+      try {
+        this.defaultExceptionHandler(context);
+      } catch (error) {
+        if (_isEscaping(error)) throw error;
+        logger.error('Exception in default exception handler', error);
+      }
+      return;
+    }
+    try {
+      handler(this, context);
+    } catch (error) {
+      if (_isEscaping(error)) throw error;
+      try {
+        this.defaultExceptionHandler({ message: 'Unhandled error in exception handler', exception: error as Error, context });
+      } catch (inner) {
+        if (_isEscaping(inner)) throw inner;
+        logger.error(
+          'Exception in default exception handler while handling an unexpected error in custom exception handler',
+          inner,
+        );
+      }
+    }
+  }
+
+  /** Turn debug mode on or off (set_debug). */
+  setDebug(enabled: boolean): void {
+    this.#debug = Boolean(enabled);
+  }
+
+  /** Whether debug mode is on (get_debug). */
+  getDebug(): boolean {
+    return this.#debug;
+  }
+
+  toString(): string {
+    return `<EventLoop running=${this.#running} closed=${this.#closed} debug=${this.#debug}>`;
+  }
+
+  // ───────────────────────────── the iteration ─────────────────────────────
+
+  /**
+   * Run one full iteration (asyncio's `_run_once`), in these phases:
+   * 1. drop cancelled timers: all of them when more than 100 are scheduled and over half are
+   *    cancelled, else those at the head of the heap;
+   * 2. move every timer due by now (plus the clock's resolution) to the end of the ready queue,
+   *    in deadline order;
+   * 3. run exactly the handles that were ready when this phase began, FIFO, skipping cancelled
+   *    ones; handles scheduled meanwhile wait for the next iteration.
+   * Waiting for I/O (asyncio's `select`) happens between iterations, in `#drive`.
+   * This is the only place callbacks run.
+   *
+   * @internal
+   */
+  _runOnce(): void {
+    const scheduled = this.#scheduled;
+    if (
+      scheduled.length > MIN_SCHEDULED_TIMER_HANDLES &&
+      this.#timerCancelledCount / scheduled.length > MIN_CANCELLED_TIMER_HANDLES_FRACTION
+    ) {
+      let kept = 0;
+      for (let i = 0; i < scheduled.length; i++) {
+        const timer = scheduled[i] as TimerHandle;
+        if (timer._cancelled) timer._scheduled = false;
+        else scheduled[kept++] = timer;
+      }
+      scheduled.length = kept;
+      heapify(scheduled);
+      this.#timerCancelledCount = 0;
+    } else {
+      this.#dropCancelledHead();
+    }
+
+    const ready = this.#ready;
+    if (scheduled.length > 0) {
+      const end = this.time() + CLOCK_RESOLUTION;
+      while (scheduled.length > 0) {
+        const timer = scheduled[0] as TimerHandle;
+        if (timer._when >= end) break;
+        heapPop(scheduled);
+        timer._scheduled = false;
+        ready.push(timer);
+      }
+    }
+
+    let count = ready.length;
+    if (this.#debug) {
+      while (count-- > 0) {
+        const handle = ready.shift() as Handle;
+        if (!handle._cancelled) this.#runTimed(handle);
+      }
+    } else {
+      while (count-- > 0) {
+        const handle = ready.shift() as Handle;
+        if (!handle._cancelled) handle._run();
+      }
+    }
+  }
+
+  /**
+   * Called when the loop would sleep `seconds` until its next timer. A loop with a virtual
+   * clock advances it and returns true, and the loop goes on at once; the real clock cannot
+   * jump, so the base loop returns false and sleeps.
+   *
+   * @internal
+   */
+  _advanceClock(_seconds: number): boolean {
+    return false;
+  }
+
+  #runTimed(handle: Handle): void {
+    const started = this.time();
+    handle._run();
+    const took = this.time() - started;
+    if (took >= this.slowCallbackDuration) {
+      logger.warning(`Executing ${handle._describe()} took ${took.toFixed(3)} seconds`);
+    }
+  }
+
+  #dropCancelledHead(): void {
+    const scheduled = this.#scheduled;
+    while (scheduled.length > 0 && (scheduled[0] as TimerHandle)._cancelled) {
+      this.#timerCancelledCount--;
+      heapPop(scheduled)._scheduled = false;
+    }
+  }
+
+  /**
+   * Run iterations back to back while work is ready, for at most one time slice; then give
+   * libuv a turn (work left), sleep until the earliest timer, or idle until a wake-up.
+   */
+  #drive = (): void => {
+    this.#wakePending = false;
+    this.#immediate = null;
+    if (!this.#running) return;
+    this.#inDrive = true;
+    const sliceEnd = performance.now() + TIME_SLICE_MS;
+    let error: unknown;
+    try {
+      for (;;) {
+        this._runOnce();
+        if (this.#stopping) break;
+        if (this.#ready.length === 0) {
+          this.#dropCancelledHead();
+          const scheduled = this.#scheduled;
+          const wait = scheduled.length === 0 ? MAXIMUM_SELECT_TIMEOUT : (scheduled[0] as TimerHandle)._when - this.time();
+          if (wait > CLOCK_RESOLUTION) {
+            if (scheduled.length > 0 && this._advanceClock(wait)) continue;
+            this.#sleep(Math.min(wait, MAXIMUM_SELECT_TIMEOUT));
+            this.#inDrive = false;
+            return;
+          }
+        }
+        if (performance.now() >= sliceEnd) {
+          this.#wake();
+          this.#inDrive = false;
+          return;
+        }
+      }
+    } catch (caught) {
+      error = caught === undefined ? new RuntimeError('undefined was thrown out of the event loop') : caught;
+    }
+    this.#inDrive = false;
+    this.#finish(error);
+  };
+
+  #onTimer = (): void => {
+    this.#timer = null;
+    if (!this.#wakePending) this.#drive();
+  };
+
+  #wake(): void {
+    this.#wakePending = true;
+    this.#immediate = setImmediate(this.#drive);
+  }
+
+  #sleep(seconds: number): void {
+    const due = performance.now() + seconds * 1000;
+    if (this.#timer !== null) {
+      // Keep an armed timer that already fires at the right time (within a millisecond).
+      if (Math.abs(this.#timerDue - due) < 1) return;
+      clearTimeout(this.#timer);
+    }
+    this.#timerDue = due;
+    this.#timer = setTimeout(this.#onTimer, Math.ceil(seconds * 1000));
+  }
+
+  #disarm(): void {
+    if (this.#timer !== null) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
+    if (this.#immediate !== null) {
+      clearImmediate(this.#immediate);
+      this.#immediate = null;
+    }
+    this.#wakePending = false;
+  }
+
+  #finish(error: unknown): void {
+    this.#stopping = false;
+    this.#running = false;
+    if (_getRunningLoop() === this) _setRunningLoop(null);
+    this.#disarm();
+    const settle = this.#settle;
+    this.#settle = null;
+    settle?.(error);
+  }
+
+  #checkClosed(): void {
+    if (this.#closed) throw new RuntimeError('Event loop is closed');
+  }
+
+  #checkRunning(): void {
+    if (this.#running) throw new RuntimeError('This event loop is already running');
+    if (_getRunningLoop() !== null) {
+      throw new RuntimeError('Cannot run the event loop while another loop is running');
+    }
+  }
+
+  /** @internal Throw unless the loop is open (for helpers that schedule on it). */
+  _checkClosed(): void {
+    this.#checkClosed();
+  }
+}

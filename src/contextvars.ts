@@ -1,0 +1,241 @@
+/**
+ * Context variables, after Python's `contextvars` module.
+ *
+ * A Context maps ContextVars to values. Its map is never changed in place: `set()` installs a
+ * new map, so `copy()` is O(1) and a copy taken earlier never sees later changes. The loop runs
+ * each callback in the context captured when it was scheduled, and each Task in its own copy.
+ */
+import { LookupError, RuntimeError } from './exceptions.js';
+
+/** @internal An immutable mapping from variables to values; null when empty. */
+export type VarMap = ReadonlyMap<ContextVar<unknown>, unknown> | null;
+
+const MISSING: unique symbol = Symbol('MISSING');
+
+/**
+ * A mapping of ContextVars to values (contextvars.Context).
+ *
+ * @example
+ * ```ts
+ * const ctx = copyContext();
+ * ctx.run(() => requestId.set('abc')); // the change stays inside ctx
+ * ctx.get(requestId); // 'abc'
+ * ```
+ */
+export class Context {
+  /** @internal */
+  _vars: VarMap = null;
+  /** @internal */
+  _entered = false;
+  /** @internal Bumped each time the loop reuses this object for another callback. */
+  _generation = 0;
+
+  /** Call `fn(...args)` with this context as the current one; returns its result. */
+  run<A extends unknown[], R>(fn: (...args: A) => R, ...args: A): R {
+    if (this._entered) {
+      throw new RuntimeError(`cannot enter context: ${this} is already entered`);
+    }
+    const previous = current;
+    this._entered = true;
+    current = this;
+    try {
+      return fn(...args);
+    } finally {
+      current = previous;
+      this._entered = false;
+    }
+  }
+
+  /** Return a shallow copy of this context. */
+  copy(): Context {
+    const copy = new Context();
+    copy._vars = this._vars;
+    return copy;
+  }
+
+  /** Return the variable's value in this context, else `defaultValue` (undefined when omitted). */
+  get<T>(variable: ContextVar<T>): T | undefined;
+  get<T, D>(variable: ContextVar<T>, defaultValue: D): T | D;
+  get<T, D>(variable: ContextVar<T>, defaultValue?: D): T | D | undefined {
+    const vars = this._vars;
+    if (vars !== null && vars.has(variable as ContextVar<unknown>)) {
+      return vars.get(variable as ContextVar<unknown>) as T;
+    }
+    return defaultValue;
+  }
+
+  /** Whether the variable has a value in this context (Python's `var in ctx`). */
+  has(variable: ContextVar<unknown>): boolean {
+    return this._vars !== null && this._vars.has(variable);
+  }
+
+  /** The variables that have a value in this context. */
+  keys(): IterableIterator<ContextVar<unknown>> {
+    return (this._vars ?? new Map<ContextVar<unknown>, unknown>()).keys();
+  }
+
+  /** The number of variables that have a value in this context. */
+  get size(): number {
+    return this._vars === null ? 0 : this._vars.size;
+  }
+
+  toString(): string {
+    return `<Context vars=${this.size}>`;
+  }
+}
+
+/** The thread's root context, current whenever nothing else was entered. */
+let current: Context = new Context();
+
+/** The object the loop enters for callbacks scheduled without an explicit context. */
+const scratch = new Context();
+
+/**
+ * A token returned by `ContextVar.set()`; pass it to `reset()` to restore the previous value.
+ *
+ * @example
+ * ```ts
+ * const token = level.set(2); try { work(); } finally { level.reset(token); }
+ * ```
+ */
+export class Token<T> {
+  /** The variable this token belongs to. */
+  readonly var: ContextVar<T>;
+  /** The value before the `set()`, or `Token.MISSING` when there was none. */
+  readonly oldValue: T | typeof MISSING;
+  /** @internal */
+  _context: Context;
+  /** @internal */
+  _generation: number;
+  /** @internal */
+  _used = false;
+
+  /** The marker `oldValue` holds when the variable had no value before. */
+  static readonly MISSING: typeof MISSING = MISSING;
+
+  /** @internal */
+  constructor(variable: ContextVar<T>, oldValue: T | typeof MISSING, context: Context) {
+    this.var = variable;
+    this.oldValue = oldValue;
+    this._context = context;
+    this._generation = context._generation;
+  }
+}
+
+/**
+ * A context variable (contextvars.ContextVar): its value is per Context, each Task runs in its own copy.
+ *
+ * @example
+ * ```ts
+ * const requestId = new ContextVar<string>('requestId', { default: '-' });
+ * requestId.set('r-42');
+ * requestId.get(); // 'r-42'
+ * ```
+ */
+export class ContextVar<T> {
+  /** The variable's name. */
+  readonly name: string;
+  readonly #hasDefault: boolean;
+  readonly #default: T | undefined;
+
+  constructor(name: string, options?: { default?: T }) {
+    if (typeof name !== 'string') {
+      throw new TypeError('context variable name must be a str');
+    }
+    this.name = name;
+    this.#hasDefault = options !== undefined && 'default' in options;
+    this.#default = options?.default;
+  }
+
+  /** Return the value in the current context, else `defaultValue`, else the default; without either it throws LookupError. */
+  get(): T;
+  get<D>(defaultValue: D): T | D;
+  get<D>(defaultValue?: D): T | D {
+    const vars = current._vars;
+    if (vars !== null) {
+      const value = vars.get(this as ContextVar<unknown>);
+      if (value !== undefined || vars.has(this as ContextVar<unknown>)) return value as T;
+    }
+    if (arguments.length > 0) return defaultValue as D;
+    if (this.#hasDefault) return this.#default as T;
+    throw new LookupError(`<ContextVar name='${this.name}'>`);
+  }
+
+  /** Set the value in the current context; returns a Token for `reset()`. */
+  set(value: T): Token<T> {
+    const context = current;
+    const old = context._vars;
+    const oldValue = old !== null && old.has(this as ContextVar<unknown>) ? (old.get(this as ContextVar<unknown>) as T) : MISSING;
+    const next = new Map(old ?? undefined);
+    next.set(this as ContextVar<unknown>, value);
+    context._vars = next;
+    return new Token(this, oldValue, context);
+  }
+
+  /** Restore the value the variable had before the `set()` that returned `token`. */
+  reset(token: Token<T>): void {
+    if (!(token instanceof Token)) {
+      throw new TypeError(`expected an instance of Token, got ${typeof token}`);
+    }
+    if (token._used) throw new RuntimeError(`${token} has already been used once`);
+    if (token.var !== this) throw new RangeError(`${token} was created by a different ContextVar`);
+    if (token._context !== current || token._generation !== current._generation) {
+      throw new RangeError(`${token} was created in a different Context`);
+    }
+    token._used = true;
+    const next = new Map(current._vars ?? undefined);
+    if (token.oldValue === MISSING) next.delete(this as ContextVar<unknown>);
+    else next.set(this as ContextVar<unknown>, token.oldValue);
+    current._vars = next.size === 0 ? null : next;
+  }
+
+  toString(): string {
+    return `<ContextVar name='${this.name}'>`;
+  }
+}
+
+/**
+ * Return a copy of the current context (contextvars.copy_context).
+ *
+ * @example
+ * ```ts
+ * const snapshot = copyContext();
+ * snapshot.run(() => console.log(requestId.get()));
+ * ```
+ */
+export function copyContext(): Context {
+  const copy = new Context();
+  copy._vars = current._vars;
+  return copy;
+}
+
+/** @internal The variables of the current context, as a snapshot for later `_enterVars`. */
+export function _currentVars(): VarMap {
+  return current._vars;
+}
+
+/** @internal Make `vars` current in a reusable context; returns what `_exit` must restore. */
+export function _enterVars(vars: VarMap): Context {
+  const previous = current;
+  scratch._vars = vars;
+  scratch._generation++;
+  current = scratch;
+  return previous;
+}
+
+/** @internal Enter `context` for a loop callback; throws like `Context.run` when it is entered already. */
+export function _enter(context: Context): Context {
+  if (context._entered) {
+    throw new RuntimeError(`cannot enter context: ${context} is already entered`);
+  }
+  const previous = current;
+  context._entered = true;
+  current = context;
+  return previous;
+}
+
+/** @internal Leave the context entered by `_enter`/`_enterVars`, making `previous` current again. */
+export function _exit(previous: Context): void {
+  current._entered = false;
+  current = previous;
+}

@@ -1,0 +1,42 @@
+/**
+ * Coroutines: generator objects driven by a Task (asyncio.coroutines).
+ */
+import type { Future } from './futures.js';
+
+/** A coroutine: a generator object driven by a Task; `yield*` awaits, a bare `yield` gives up one iteration. */
+export type Coroutine<T = unknown> = Generator<unknown, T, unknown>;
+
+/** Anything `ensureFuture` accepts: a Future/Task, a coroutine, or a Promise/thenable. */
+export type Awaitable<T = unknown> = Future<T> | Coroutine<T> | PromiseLike<T>;
+
+/** The value an awaitable produces when awaited (a Future's, coroutine's or thenable's result). */
+export type AwaitedResult<A> =
+  A extends Future<infer T>
+    ? T
+    : A extends Generator<unknown, infer T, unknown>
+      ? T
+      : A extends PromiseLike<unknown>
+        ? Awaited<A>
+        : never;
+
+/**
+ * Whether `x` is a coroutine: a generator object, or an object that behaves as one
+ * (`next`, `throw` and `return` methods), as asyncio accepts coroutine-like objects.
+ *
+ * @example
+ * ```ts
+ * function* work() { yield; }
+ * isCoroutine(work()); // true
+ * isCoroutine(work);   // false: a coroutine function, not a coroutine
+ * ```
+ */
+export function isCoroutine(x: unknown): x is Coroutine<unknown> {
+  if (x === null || typeof x !== 'object') return false;
+  const candidate = x as { next?: unknown; throw?: unknown; return?: unknown };
+  return typeof candidate.next === 'function' && typeof candidate.throw === 'function' && typeof candidate.return === 'function';
+}
+
+/** @internal Whether `x` is a native generator object. */
+export function _isGenerator(x: unknown): boolean {
+  return Object.prototype.toString.call(x) === '[object Generator]';
+}

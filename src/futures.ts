@@ -1,0 +1,428 @@
+/**
+ * Future: the eventual result of an operation, bound to one loop (asyncio.futures.Future).
+ *
+ * States: pending → finished (a result), failed (an error) or cancelled. Done callbacks are
+ * always scheduled with the loop's `callSoon`, never called inline and never through
+ * microtasks. A Future is awaited with `yield*` inside a coroutine and with `await` from an
+ * async function while its loop runs.
+ */
+import { Context, _currentVars, type VarMap } from './contextvars.js';
+import { CancelledError, InvalidStateError, RuntimeError } from './exceptions.js';
+import { describeCallback, repr } from './internal/format.js';
+import { getEventLoop } from './events.js';
+import type { EventLoop, ExceptionContext } from './base-events.js';
+
+/** @internal */
+export const PENDING = 0;
+/** @internal */
+export const CANCELLED = 1;
+/** @internal */
+export const FINISHED = 2;
+/** @internal A finished future that holds an error. */
+export const FAILED = 3;
+
+const STATE_NAMES = ['PENDING', 'CANCELLED', 'FINISHED', 'FINISHED'] as const;
+
+/** Options that name the loop an object binds to. */
+export interface LoopOption {
+  /** The loop to use instead of the running (or current) one. */
+  loop?: EventLoop;
+}
+
+/** @internal A Task, as far as futures need to know one: it is woken through its own handle. */
+export interface Waiter {
+  _wakeupFrom(future: Future<unknown>): void;
+}
+
+type DoneCallback = (future: never) => void;
+type Entry = DoneCallback | Waiter;
+
+interface NeverRetrieved {
+  loop: EventLoop;
+  message: string;
+  exception: unknown;
+  description: string;
+}
+
+/** Reports errors that nobody retrieved once their future is collected. */
+const neverRetrieved = new FinalizationRegistry<NeverRetrieved>((held) => {
+  const context: ExceptionContext = {
+    message: held.message,
+    exception: held.exception as Error,
+    futureDescription: held.description,
+  };
+  held.loop.callExceptionHandler(context);
+});
+
+/**
+ * The eventual result of an operation, bound to one loop (asyncio.Future).
+ *
+ * @example
+ * ```ts
+ * function* main(): Coroutine<number> {
+ *   const fut = getRunningLoop().createFuture<number>();
+ *   getRunningLoop().callLater(0.1, () => fut.setResult(42));
+ *   return yield* fut; // 42
+ * }
+ * ```
+ */
+export class Future<T = unknown> implements PromiseLike<T> {
+  /** @internal */
+  _state = PENDING;
+  /** @internal */
+  _result: T | undefined = undefined;
+  /** @internal The error of a failed future (any thrown value). */
+  _exception: unknown = null;
+  /** @internal */
+  _loop: EventLoop;
+  /** @internal The first done callback (most futures have at most one). */
+  _cb0: Entry | null = null;
+  /** @internal Its context: a Context, or the variables captured at registration. */
+  _cx0: Context | VarMap = null;
+  /** @internal Further callbacks as [callback, context, callback, context, ...]. */
+  _callbacks: Array<Entry | Context | VarMap> | null = null;
+  /** @internal */
+  _cancelMessage: string | null = null;
+  /** @internal The CancelledError that cancelled a Task, re-raised once by result(). */
+  _cancelledExc: CancelledError | null = null;
+  /** @internal Set by the await protocol while a coroutine yields this future to its Task. */
+  _asyncioFutureBlocking = false;
+  /** @internal Whether an error is registered for a "never retrieved" report. */
+  _reportPending = false;
+
+  /** Create a pending future on `options.loop`, else the running loop, else the current loop. */
+  constructor(options?: LoopOption) {
+    if (options !== undefined && (options === null || typeof options !== 'object')) {
+      throw new TypeError(`Future() takes an options object, got ${repr(options)}`);
+    }
+    this._loop = options?.loop ?? getEventLoop();
+  }
+
+  /** The loop this future is bound to (get_loop). */
+  getLoop(): EventLoop {
+    return this._loop;
+  }
+
+  /** Whether the future is done: finished with a result or an error, or cancelled (done). */
+  done(): boolean {
+    return this._state !== PENDING;
+  }
+
+  /** Whether the future was cancelled (cancelled). */
+  cancelled(): boolean {
+    return this._state === CANCELLED;
+  }
+
+  /**
+   * The result; throws the stored error, CancelledError if cancelled, InvalidStateError if
+   * pending (result).
+   */
+  result(): T {
+    const state = this._state;
+    if (state === FINISHED) return this._result as T;
+    if (state === FAILED) {
+      this._retrieved();
+      throw this._exception;
+    }
+    if (state === CANCELLED) throw this._makeCancelledError();
+    throw new InvalidStateError('Result is not ready.');
+  }
+
+  /** The stored error or null; throws CancelledError if cancelled, InvalidStateError if pending (exception). */
+  exception(): Error | null {
+    const state = this._state;
+    if (state === FINISHED) return null;
+    if (state === FAILED) {
+      this._retrieved();
+      return this._exception as Error;
+    }
+    if (state === CANCELLED) throw this._makeCancelledError();
+    throw new InvalidStateError('Exception is not set.');
+  }
+
+  /** Mark done with a result; InvalidStateError when already done (set_result). */
+  setResult(value: T): void {
+    this._setResultUnchecked(value);
+  }
+
+  /**
+   * Mark done with an error; InvalidStateError when already done (set_exception). An error
+   * class is instantiated.
+   */
+  setException(exception: Error | (new () => Error)): void {
+    this._setExceptionUnchecked(exception);
+  }
+
+  /**
+   * Cancel; returns false when already done; `msg` becomes the CancelledError's message (cancel).
+   *
+   * @example
+   * ```ts
+   * fut.cancel('no longer needed'); // true
+   * ```
+   */
+  cancel(msg?: string): boolean {
+    return this._cancelFuture(msg ?? null);
+  }
+
+  /**
+   * Call `callback(this)` via `callSoon` once done (at once scheduled when already done), in
+   * `options.context` or a copy of the current context (add_done_callback).
+   *
+   * @example
+   * ```ts
+   * fut.addDoneCallback((f) => console.log('done:', f.result()));
+   * ```
+   */
+  addDoneCallback(callback: (future: this) => void, options?: { context?: Context }): void {
+    if (typeof callback !== 'function') {
+      throw new TypeError(`a callable object was expected by addDoneCallback(), got ${repr(callback)}`);
+    }
+    const context = options?.context ?? _currentVars();
+    if (this._state !== PENDING) {
+      this._schedule(callback as DoneCallback, context);
+    } else if (this._cb0 === null && this._callbacks === null) {
+      this._cb0 = callback as DoneCallback;
+      this._cx0 = context;
+    } else {
+      (this._callbacks ??= []).push(callback as DoneCallback, context);
+    }
+  }
+
+  /** Remove every registration of `callback`; returns how many were removed (remove_done_callback). */
+  removeDoneCallback(callback: (future: this) => void): number {
+    const entries = this._entries();
+    const kept = entries.filter((entry) => entry[0] !== callback);
+    const removed = entries.length - kept.length;
+    if (removed > 0) this._storeEntries(kept);
+    return removed;
+  }
+
+  /** Await the future inside a coroutine: `const v = yield* fut`. */
+  [Symbol.iterator](): Generator<unknown, T, unknown> {
+    return new FutureIterator<T>(this) as unknown as Generator<unknown, T, unknown>;
+  }
+
+  /**
+   * Await the future from an async function while its loop runs in this thread. The Promise
+   * settles from a done callback, so it needs the loop to run unless the future is done.
+   */
+  then<R1 = T, R2 = never>(
+    onfulfilled?: ((value: T) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    const promise = new Promise<T>((resolve, reject) => {
+      const settle = (future: Future<T>): void => {
+        try {
+          resolve(future.result());
+        } catch (error) {
+          reject(error);
+        }
+      };
+      if (this._state !== PENDING) settle(this);
+      else this.addDoneCallback(settle);
+    });
+    return promise.then(onfulfilled, onrejected);
+  }
+
+  toString(): string {
+    return `<${this.constructor.name} ${this._reprInfo().join(' ')}>`;
+  }
+
+  // ───────────────────────────── internals ─────────────────────────────
+
+  /** @internal The words of the repr: state, result or error, callbacks. */
+  _reprInfo(): string[] {
+    const info: string[] = [this._state === CANCELLED ? 'cancelled' : this._state === PENDING ? 'pending' : 'finished'];
+    if (this._state === FAILED) info.push(`exception=${repr(this._exception)}`);
+    else if (this._state === FINISHED) info.push(`result=${repr(this._result)}`);
+    const names = this._entries().map(([entry]) =>
+      typeof entry === 'function' ? describeCallback(entry) : 'Task.wakeup()',
+    );
+    if (names.length > 0) {
+      const shown = names.length > 2 ? [names[0], `<${names.length - 2} more>`, names[names.length - 1]] : names;
+      info.push(`cb=[${shown.join(', ')}]`);
+    }
+    return info;
+  }
+
+  /** @internal Set the result (what Task keeps of Future.set_result). */
+  _setResultUnchecked(value: T): void {
+    if (this._state !== PENDING) throw new InvalidStateError(`${STATE_NAMES[this._state]}: ${this}`);
+    this._result = value;
+    this._state = FINISHED;
+    this._scheduleCallbacks();
+  }
+
+  /** @internal Set the error (what Task keeps of Future.set_exception). */
+  _setExceptionUnchecked(exception: unknown): void {
+    if (this._state !== PENDING) throw new InvalidStateError(`${STATE_NAMES[this._state]}: ${this}`);
+    if (typeof exception === 'function' && (exception as { prototype?: unknown }).prototype instanceof Error) {
+      exception = new (exception as new () => Error)();
+    }
+    if (exception === null || exception === undefined) {
+      throw new TypeError(`exception must be an Error, got ${exception}`);
+    }
+    this._exception = exception;
+    this._state = FAILED;
+    this._scheduleCallbacks();
+    this._reportPending = true;
+    neverRetrieved.register(
+      this,
+      {
+        loop: this._loop,
+        message: `${this._kind()} exception was never retrieved`,
+        exception,
+        description: String(this),
+      },
+      this,
+    );
+  }
+
+  /** @internal Cancel as a plain Future does (what Task keeps of Future.cancel). */
+  _cancelFuture(msg: string | null): boolean {
+    this._retrieved();
+    if (this._state !== PENDING) return false;
+    this._state = CANCELLED;
+    this._cancelMessage = msg;
+    this._scheduleCallbacks();
+    return true;
+  }
+
+  /** @internal 'Future' or 'Task', for reports. */
+  _kind(): string {
+    return 'Future';
+  }
+
+  /** @internal The CancelledError to raise for a cancelled future; the saved one only once. */
+  _makeCancelledError(): CancelledError {
+    const saved = this._cancelledExc;
+    if (saved !== null) {
+      this._cancelledExc = null;
+      return saved;
+    }
+    return new CancelledError(this._cancelMessage ?? '');
+  }
+
+  /** @internal Forget the "never retrieved" report (asyncio's `_log_traceback = False`). */
+  _retrieved(): void {
+    if (this._reportPending) {
+      this._reportPending = false;
+      neverRetrieved.unregister(this);
+    }
+  }
+
+  /** Whether an unretrieved error would be reported when this future is collected (asyncio's `_log_traceback`). */
+  get _logTraceback(): boolean {
+    return this._reportPending;
+  }
+
+  set _logTraceback(value: boolean) {
+    if (value) throw new RangeError('_log_traceback can only be set to False');
+    this._retrieved();
+  }
+
+  /** @internal Register a Task to wake when this future is done (its `__wakeup` done callback). */
+  _addWaiter(waiter: Waiter): void {
+    if (this._state !== PENDING) waiter._wakeupFrom(this);
+    else if (this._cb0 === null && this._callbacks === null) {
+      this._cb0 = waiter;
+      this._cx0 = null;
+    } else (this._callbacks ??= []).push(waiter, null);
+  }
+
+  /** @internal Remove a Task registered with `_addWaiter`. */
+  _removeWaiter(waiter: Waiter): void {
+    const entries = this._entries();
+    const kept = entries.filter((entry) => entry[0] !== waiter);
+    if (kept.length !== entries.length) this._storeEntries(kept);
+  }
+
+  _scheduleCallbacks(): void {
+    const first = this._cb0;
+    if (first === null) return;
+    const context = this._cx0;
+    this._cb0 = null;
+    this._cx0 = null;
+    this._schedule(first, context);
+    const rest = this._callbacks;
+    if (rest !== null) {
+      this._callbacks = null;
+      for (let i = 0; i < rest.length; i += 2) this._schedule(rest[i] as Entry, rest[i + 1] as Context | VarMap);
+    }
+  }
+
+  _schedule(entry: Entry, context: Context | VarMap): void {
+    if (typeof entry !== 'function') entry._wakeupFrom(this as Future<unknown>);
+    else if (context instanceof Context) this._loop._callSoonWith(entry, this, context, null);
+    else this._loop._callSoonWith(entry, this, null, context);
+  }
+
+  _entries(): Array<[Entry, Context | VarMap]> {
+    const entries: Array<[Entry, Context | VarMap]> = [];
+    if (this._cb0 !== null) entries.push([this._cb0, this._cx0]);
+    const rest = this._callbacks;
+    if (rest !== null) for (let i = 0; i < rest.length; i += 2) entries.push([rest[i] as Entry, rest[i + 1] as Context | VarMap]);
+    return entries;
+  }
+
+  _storeEntries(entries: Array<[Entry, Context | VarMap]>): void {
+    this._cb0 = null;
+    this._cx0 = null;
+    this._callbacks = null;
+    for (const [entry, context] of entries) {
+      if (this._cb0 === null && this._callbacks === null) {
+        this._cb0 = entry;
+        this._cx0 = context;
+      } else (this._callbacks ??= []).push(entry, context);
+    }
+  }
+}
+
+/**
+ * The iterator behind `yield* fut`: it yields the pending future once, flagged as blocking so
+ * the Task knows it came through the await protocol, and returns the result when resumed.
+ */
+class FutureIterator<T> {
+  #future: Future<T>;
+  #yielded = false;
+
+  constructor(future: Future<T>) {
+    this.#future = future;
+  }
+
+  next(): IteratorResult<unknown, T> {
+    const future = this.#future;
+    if (future._state === PENDING) {
+      if (this.#yielded) throw new RuntimeError("await wasn't used with future");
+      this.#yielded = true;
+      future._asyncioFutureBlocking = true;
+      return { value: future, done: false };
+    }
+    return { value: future.result(), done: true };
+  }
+
+  throw(error: unknown): IteratorResult<unknown, T> {
+    throw error;
+  }
+
+  return(value: T): IteratorResult<unknown, T> {
+    return { value, done: true };
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+}
+
+/**
+ * Whether `x` is a multiloop Future or Task (isfuture).
+ *
+ * @example
+ * ```ts
+ * isFuture(loop.createFuture()); // true
+ * ```
+ */
+export function isFuture(x: unknown): x is Future<unknown> {
+  return x instanceof Future;
+}

@@ -1,0 +1,204 @@
+/**
+ * Handles: callbacks scheduled on a loop (asyncio.events.Handle and TimerHandle).
+ *
+ * One shape for every scheduled callback: up to two arguments live in fields, more in an
+ * array, so scheduling allocates nothing but the handle itself.
+ */
+import { _enter, _enterVars, _exit, type Context, type VarMap } from './contextvars.js';
+import { _isEscaping } from './exceptions.js';
+import { describeCallback, repr } from './internal/format.js';
+import type { EventLoop } from './base-events.js';
+
+/** @internal A callback with any arguments. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyCallback = (...args: any[]) => unknown;
+
+/** @internal Marks loop-internal callbacks whose first argument describes the handle (a Task). */
+export const OWNER_IS_FIRST_ARG: unique symbol = Symbol('ownerIsFirstArg');
+
+/**
+ * A scheduled callback, as returned by `callSoon` (asyncio.Handle).
+ *
+ * @example
+ * ```ts
+ * const handle = loop.callSoon(() => console.log('never printed'));
+ * handle.cancel();
+ * handle.cancelled(); // true
+ * ```
+ */
+export class Handle {
+  /** @internal */
+  _callback: AnyCallback | null;
+  /** @internal The number of arguments: 0–2 live in `_a0`/`_a1`, more in `_args`. */
+  _argc: number;
+  /** @internal */
+  _a0: unknown;
+  /** @internal */
+  _a1: unknown;
+  /** @internal */
+  _args: unknown[] | null;
+  /** @internal */
+  _loop: EventLoop;
+  /** @internal */
+  _cancelled = false;
+  /** @internal The context to enter, when one was given explicitly. */
+  _context: Context | null;
+  /** @internal Otherwise, the variables captured when the callback was scheduled. */
+  _vars: VarMap;
+
+  /** @internal Handles are made by the loop's scheduling methods. */
+  constructor(
+    callback: AnyCallback,
+    loop: EventLoop,
+    argc: number,
+    a0: unknown,
+    a1: unknown,
+    args: unknown[] | null,
+    context: Context | null,
+    vars: VarMap,
+  ) {
+    this._callback = callback;
+    this._argc = argc;
+    this._a0 = a0;
+    this._a1 = a1;
+    this._args = args;
+    this._loop = loop;
+    this._context = context;
+    this._vars = vars;
+  }
+
+  /** Cancel the callback; idempotent; a cancelled handle never runs. */
+  cancel(): void {
+    if (this._cancelled) return;
+    this._cancelled = true;
+    this._callback = null;
+    this._a0 = undefined;
+    this._a1 = undefined;
+    this._args = null;
+  }
+
+  /** Whether the handle was cancelled. */
+  cancelled(): boolean {
+    return this._cancelled;
+  }
+
+  /** The loop the handle belongs to. */
+  getLoop(): EventLoop {
+    return this._loop;
+  }
+
+  /**
+   * Run the callback in its context; an error goes to the loop's exception handler, except
+   * KeyboardInterrupt and SystemExit, which escape.
+   *
+   * @internal
+   */
+  _run(): void {
+    let previous: Context | null = null;
+    try {
+      previous = this._context === null ? _enterVars(this._vars) : _enter(this._context);
+      const callback = this._callback as AnyCallback;
+      switch (this._argc) {
+        case 0:
+          callback();
+          break;
+        case 1:
+          callback(this._a0);
+          break;
+        case 2:
+          callback(this._a0, this._a1);
+          break;
+        default:
+          callback(...(this._args as unknown[]));
+      }
+    } catch (error) {
+      if (_isEscaping(error)) throw error;
+      this._loop.callExceptionHandler({
+        message: `Exception in callback ${this._describe()}`,
+        exception: error as Error,
+        handle: this,
+      });
+    } finally {
+      if (previous !== null) _exit(previous);
+    }
+  }
+
+  /** @internal The callback as messages name it: `name(args)`, or the owning Task. */
+  _describe(): string {
+    const callback = this._callback;
+    if (callback === null) return 'cancelled';
+    if ((callback as unknown as Record<symbol, unknown>)[OWNER_IS_FIRST_ARG] === true) return String(this._a0);
+    const name = describeCallback(callback).slice(0, -2);
+    let args: unknown[];
+    switch (this._argc) {
+      case 0:
+        args = [];
+        break;
+      case 1:
+        args = [this._a0];
+        break;
+      case 2:
+        args = [this._a0, this._a1];
+        break;
+      default:
+        args = this._args as unknown[];
+    }
+    return `${name}(${args.map(repr).join(', ')})`;
+  }
+
+  toString(): string {
+    return this._cancelled ? `<${this.constructor.name} cancelled>` : `<${this.constructor.name} ${this._describe()}>`;
+  }
+}
+
+/**
+ * A callback scheduled for a time, as returned by `callLater`/`callAt` (asyncio.TimerHandle).
+ *
+ * @example
+ * ```ts
+ * const timer = loop.callLater(5, () => console.log('late'));
+ * timer.when(); // loop.time() + 5, in seconds
+ * ```
+ */
+export class TimerHandle extends Handle {
+  /** @internal */
+  _when: number;
+  /** @internal Tie-breaker: equal deadlines fire in scheduling order. */
+  _seq: number;
+  /** @internal Whether the handle sits in the loop's timer heap. */
+  _scheduled = false;
+
+  /** @internal */
+  constructor(
+    when: number,
+    seq: number,
+    callback: AnyCallback,
+    loop: EventLoop,
+    argc: number,
+    a0: unknown,
+    a1: unknown,
+    args: unknown[] | null,
+    vars: VarMap,
+  ) {
+    super(callback, loop, argc, a0, a1, args, null, vars);
+    this._when = when;
+    this._seq = seq;
+  }
+
+  /** The absolute time, in the loop's `time()` seconds, at which the callback is due. */
+  when(): number {
+    return this._when;
+  }
+
+  /** Cancel the callback; the loop drops it from its timer heap lazily. */
+  override cancel(): void {
+    if (!this._cancelled) this._loop._timerHandleCancelled(this);
+    super.cancel();
+  }
+
+  override toString(): string {
+    return this._cancelled
+      ? `<TimerHandle cancelled when=${this._when}>`
+      : `<TimerHandle when=${this._when} ${this._describe()}>`;
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * multiloop: Python's asyncio rebuilt in TypeScript for Node.js worker threads.
+ *
+ * The one entry point. Each module's public names are listed explicitly, module by module:
+ * this is the package's `__all__`, and a test pins it.
+ */
+export {
+  BrokenBarrierError,
+  CancelledError,
+  ExceptionGroup,
+  IncompleteReadError,
+  InvalidStateError,
+  KeyboardInterrupt,
+  LimitOverrunError,
+  LookupError,
+  QueueEmpty,
+  QueueFull,
+  QueueShutDown,
+  RuntimeError,
+  SystemExit,
+  TimeoutError,
+} from './exceptions.js';
+export { Context, ContextVar, Token, copyContext } from './contextvars.js';
+export { Handle, TimerHandle } from './handles.js';
+export {
+  EventLoop,
+  type ExceptionContext,
+  type ExceptionHandler,
+  type TaskFactory,
+  type TaskOptions,
+} from './base-events.js';
+export {
+  EventLoopPolicy,
+  getEventLoop,
+  getEventLoopPolicy,
+  getRunningLoop,
+  newEventLoop,
+  setEventLoop,
+  setEventLoopPolicy,
+} from './events.js';
+export { Future, isFuture, type LoopOption } from './futures.js';
+export { isCoroutine, type Awaitable, type AwaitedResult, type Coroutine } from './coroutines.js';
+export { Task, allTasks, createTask, currentTask, ensureFuture } from './task.js';
+export { sleep } from './tasks.js';
+export { Runner, run, type RunOptions } from './runners.js';
+export { logger, type Logger } from './log.js';

@@ -1,0 +1,54 @@
+/**
+ * Short, Python-flavoured descriptions of values for error messages and reprs.
+ */
+import { inspect } from 'node:util';
+
+const MAX_STRING = 60;
+
+/** Describe `value` the way Python's reprlib would: short, quoted strings, `Name('msg')` errors. */
+export function repr(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return quote(value);
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return String(value);
+    case 'bigint':
+      return `${value}n`;
+    case 'symbol':
+      return value.toString();
+    case 'function':
+      return describeCallback(value as (...args: never[]) => unknown);
+    default:
+      break;
+  }
+  if (value === null) return 'null';
+  if (value instanceof Error) {
+    return value.message === '' ? `${value.name}()` : `${value.name}(${quote(value.message)})`;
+  }
+  const own = (value as { toString?: unknown }).toString;
+  if (typeof own === 'function' && own !== Object.prototype.toString && own !== Array.prototype.toString) {
+    return String(value);
+  }
+  return inspect(value, { depth: 1, breakLength: Infinity, maxArrayLength: 6, maxStringLength: MAX_STRING });
+}
+
+/** The name under which a callback is reported: `name()` or `anonymous()`. */
+export function describeCallback(callback: (...args: never[]) => unknown): string {
+  const name = callback.name === '' ? 'anonymous' : callback.name.replace(/^bound /, '');
+  return `${name}()`;
+}
+
+/** The type of `value` as a message names it: `number`, `null`, `Array`, `Future`, ... */
+export function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object' && typeof value !== 'function') return typeof value;
+  const ctor = (value as { constructor?: { name?: unknown } }).constructor;
+  return ctor !== undefined && typeof ctor.name === 'string' && ctor.name !== '' ? ctor.name : typeof value;
+}
+
+function quote(text: string): string {
+  const cut = text.length > MAX_STRING ? `${text.slice(0, MAX_STRING - 3)}...` : text;
+  return `'${cut.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n')}'`;
+}

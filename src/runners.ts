@@ -1,0 +1,194 @@
+/**
+ * run() and Runner (asyncio.runners): a fresh loop for a main coroutine, then an orderly
+ * teardown: cancel leftover tasks, finalize, shut the default executor down, close the loop.
+ */
+import { isMainThread } from 'node:worker_threads';
+import type { EventLoop } from './base-events.js';
+import { copyContext, type Context } from './contextvars.js';
+import { isCoroutine, type Coroutine } from './coroutines.js';
+import { newEventLoop, setEventLoop } from './events.js';
+import { CancelledError, KeyboardInterrupt, RuntimeError } from './exceptions.js';
+import { repr } from './internal/format.js';
+import { _getRunningLoop } from './internal/running.js';
+import { allTasks, type Task } from './task.js';
+
+/** asyncio's THREAD_JOIN_TIMEOUT: how long teardown waits for the default executor, in seconds. */
+const THREAD_JOIN_TIMEOUT = 300;
+
+/** Options of `run` and `Runner`. */
+export interface RunOptions {
+  /** Set the loop's debug mode. */
+  debug?: boolean;
+  /** Create the loop with this instead of `newEventLoop()` (asyncio's loop_factory). */
+  loopFactory?: () => EventLoop;
+}
+
+/** The lifecycle of a Runner. */
+const State = { Created: 0, Initialized: 1, Closed: 2 } as const;
+type State = (typeof State)[keyof typeof State];
+
+/**
+ * Run several coroutines on one loop and one context (asyncio.Runner).
+ *
+ * @example
+ * ```ts
+ * const runner = new Runner();
+ * try {
+ *   await runner.run(setup());
+ *   await runner.run(serve());
+ * } finally {
+ *   await runner.close();
+ * }
+ * ```
+ */
+export class Runner {
+  #state: State = State.Created;
+  #debug: boolean | undefined;
+  #loopFactory: (() => EventLoop) | undefined;
+  #loop: EventLoop | null = null;
+  #context: Context | null = null;
+  #setEventLoop = false;
+  #interruptCount = 0;
+
+  constructor(options?: RunOptions) {
+    this.#debug = options?.debug;
+    this.#loopFactory = options?.loopFactory;
+  }
+
+  /**
+   * Run `coro` to completion on the runner's loop, in `options.context` or the runner's own
+   * context. In the main thread a first SIGINT cancels the task (the Promise then rejects
+   * with KeyboardInterrupt); a second ends the process with exit code 130.
+   */
+  async run<T>(coro: Coroutine<T>, options?: { context?: Context }): Promise<T> {
+    if (!isCoroutine(coro)) {
+      throw new RangeError(`a coroutine was expected, got ${repr(coro)}`);
+    }
+    if (_getRunningLoop() !== null) {
+      coro.return(undefined as T);
+      throw new RuntimeError('Runner.run() cannot be called from a running event loop');
+    }
+    this.#lazyInit();
+    const loop = this.#loop as EventLoop;
+    const task = loop.createTask(coro, { context: options?.context ?? (this.#context as Context) });
+
+    let onSigint: (() => void) | null = null;
+    if (isMainThread && process.listenerCount('SIGINT') === 0) {
+      onSigint = () => this.#onSigint(task);
+      process.on('SIGINT', onSigint);
+    }
+    this.#interruptCount = 0;
+    try {
+      return await loop.runUntilComplete(task);
+    } catch (error) {
+      if (error instanceof CancelledError && this.#interruptCount > 0) {
+        const uncancel = (task as { uncancel?: () => number }).uncancel;
+        if (typeof uncancel === 'function' && uncancel.call(task) === 0) {
+          throw new KeyboardInterrupt();
+        }
+      }
+      throw error;
+    } finally {
+      if (onSigint !== null) process.off('SIGINT', onSigint);
+    }
+  }
+
+  /** The runner's loop, created on first use. */
+  getLoop(): EventLoop {
+    this.#lazyInit();
+    return this.#loop as EventLoop;
+  }
+
+  /** Cancel leftover tasks, finalize, shut down the default executor and close the loop; a no-op unless initialized. */
+  async close(): Promise<void> {
+    if (this.#state !== State.Initialized) return;
+    const loop = this.#loop as EventLoop;
+    try {
+      await cancelAllTasks(loop);
+      await loop.runUntilComplete(loop.shutdownAsyncgens());
+      await loop.runUntilComplete(loop.shutdownDefaultExecutor(THREAD_JOIN_TIMEOUT));
+    } finally {
+      if (this.#setEventLoop) setEventLoop(null);
+      loop.close();
+      this.#loop = null;
+      this.#state = State.Closed;
+    }
+  }
+
+  #lazyInit(): void {
+    if (this.#state === State.Closed) throw new RuntimeError('Runner is closed');
+    if (this.#state === State.Initialized) return;
+    if (this.#loopFactory === undefined) {
+      this.#loop = newEventLoop();
+      if (!this.#setEventLoop) {
+        setEventLoop(this.#loop);
+        this.#setEventLoop = true;
+      }
+    } else {
+      this.#loop = this.#loopFactory();
+    }
+    if (this.#debug !== undefined) this.#loop.setDebug(this.#debug);
+    this.#context = copyContext();
+    this.#state = State.Initialized;
+  }
+
+  #onSigint(task: Task<unknown>): void {
+    this.#interruptCount++;
+    if (this.#interruptCount === 1 && !task.done()) {
+      task.cancel();
+      return;
+    }
+    process.exit(130);
+  }
+}
+
+/** Cancel every task of `loop`, wait until all are done, report errors they raised meanwhile. */
+async function cancelAllTasks(loop: EventLoop): Promise<void> {
+  const leftovers = [...allTasks(loop)];
+  if (leftovers.length === 0) return;
+  for (const task of leftovers) task.cancel();
+  const allDone = loop.createFuture<void>();
+  let remaining = leftovers.length;
+  const countDone = (): void => {
+    if (--remaining === 0 && !allDone.done()) allDone.setResult(undefined);
+  };
+  for (const task of leftovers) task.addDoneCallback(countDone);
+  await loop.runUntilComplete(allDone);
+  for (const task of leftovers) {
+    if (task.cancelled()) continue;
+    const exception = task.exception();
+    if (exception !== null) {
+      loop.callExceptionHandler({
+        message: 'unhandled exception during asyncio.run() shutdown',
+        exception,
+        task,
+      });
+    }
+  }
+}
+
+/**
+ * Run `main` on a fresh loop, then cancel leftovers, shut the executor down and close the
+ * loop (asyncio.run).
+ *
+ * @example
+ * ```ts
+ * function* main(): Coroutine<number> {
+ *   yield* sleep(0.1);
+ *   return 42;
+ * }
+ * console.log(await run(main())); // 42
+ * ```
+ */
+export async function run<T>(main: Coroutine<T>, options?: RunOptions): Promise<T> {
+  if (_getRunningLoop() !== null) {
+    throw new RuntimeError('asyncio.run() cannot be called from a running event loop');
+  }
+  const runner = new Runner(options);
+  try {
+    return await runner.run(main);
+  } finally {
+    await runner.close();
+  }
+}
+

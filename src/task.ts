@@ -1,0 +1,387 @@
+/**
+ * Task: a Future that drives a coroutine (asyncio.tasks.Task).
+ *
+ * A step resumes the generator with `next()` or `throw(error)`, exactly as asyncio's
+ * `Task.__step` sends into or throws into a coroutine. What the coroutine yields decides what
+ * happens next: a bare `yield` schedules the next step, a future yielded through `yield*`
+ * parks the task until the future is done, anything else is thrown back in as RuntimeError.
+ *
+ * Invariant: either `_futWaiter` is set, or a step (or wake-up) is scheduled, never both; so
+ * each task reuses one Handle for all its steps.
+ */
+import { copyContext, type Context } from './contextvars.js';
+import { _isGenerator, isCoroutine, type Awaitable, type Coroutine } from './coroutines.js';
+import { CancelledError, InvalidStateError, RuntimeError, _isEscaping } from './exceptions.js';
+import { CANCELLED, FAILED, Future, PENDING, type LoopOption } from './futures.js';
+import { Handle, OWNER_IS_FIRST_ARG } from './handles.js';
+import { repr } from './internal/format.js';
+import { getEventLoop, getRunningLoop } from './events.js';
+import type { EventLoop, TaskOptions } from './base-events.js';
+
+/** Marks a step that throws nothing into the coroutine. */
+const NO_ERROR: unique symbol = Symbol('NO_ERROR');
+
+let taskCounter = 0;
+
+/**
+ * A Future that drives a coroutine (asyncio.Task); it cannot be completed with
+ * `setResult`/`setException`.
+ *
+ * @example
+ * ```ts
+ * function* child(): Coroutine<string> { yield* sleep(0.1); return 'done'; }
+ * function* main(): Coroutine<void> {
+ *   const task = createTask(child(), { name: 'child' });
+ *   console.log(yield* task); // 'done'
+ * }
+ * ```
+ */
+export class Task<T = unknown> extends Future<T> {
+  /** @internal */
+  _coro: Coroutine<T>;
+  /** @internal */
+  _context: Context;
+  /** @internal */
+  _name: string | null;
+  /** @internal The number behind the default name `Task-<n>`. */
+  _number: number;
+  /** @internal The future this task is parked on. */
+  _futWaiter: Future<unknown> | null = null;
+  /** @internal A cancellation requested while no future could take it. */
+  _mustCancel = false;
+  /** @internal */
+  _numCancelsRequested = 0;
+  /** @internal The one handle through which every step and wake-up of this task is scheduled. */
+  _handle: Handle;
+
+  /** Wrap `coro`; its first step is scheduled with `callSoon` on `options.loop` or the running/current loop. */
+  constructor(coro: Coroutine<T>, options?: LoopOption & TaskOptions) {
+    super(options);
+    if (!isCoroutine(coro)) {
+      throw new TypeError(`a coroutine was expected, got ${repr(coro)}`);
+    }
+    this._coro = coro;
+    const name = options?.name;
+    this._name = name === undefined || name === null ? null : String(name);
+    this._number = ++taskCounter;
+    this._context = options?.context ?? copyContext();
+    const loop = this._loop;
+    this._handle = new Handle(stepTask, loop, 2, this, NO_ERROR, null, this._context, null);
+    loop._scheduleHandle(this._handle);
+    loop._tasks.add(this as Task<unknown>);
+  }
+
+  /** The task's name (default `Task-<n>`) (get_name). */
+  getName(): string {
+    return this._name ?? `Task-${this._number}`;
+  }
+
+  /** Rename the task; the name is converted to a string (set_name). */
+  setName(name: unknown): void {
+    this._name = String(name);
+  }
+
+  /** The wrapped coroutine (get_coro). */
+  getCoro(): Coroutine<T> | null {
+    return this._coro;
+  }
+
+  /** The context the task runs in (get_context). */
+  getContext(): Context {
+    return this._context;
+  }
+
+  /** The stack of the coroutine, as far as JavaScript exposes one: none (get_stack). */
+  getStack(): unknown[] {
+    return [];
+  }
+
+  /**
+   * Request cancellation: CancelledError is thrown in at the current `yield*`. Returns true
+   * while the task is not done; each request counts in `cancelling()` (cancel).
+   *
+   * @example
+   * ```ts
+   * task.cancel('shutting down');
+   * ```
+   */
+  override cancel(msg?: string): boolean {
+    this._retrieved();
+    if (this._state !== PENDING) return false;
+    this._numCancelsRequested++;
+    const waiter = this._futWaiter;
+    if (waiter !== null && waiter.cancel(msg)) {
+      // Keep _futWaiter: it may be a Task that swallows the cancellation and must be
+      // cancelled again later.
+      return true;
+    }
+    this._mustCancel = true;
+    this._cancelMessage = msg ?? null;
+    return true;
+  }
+
+  /** The number of pending cancellation requests (cancelling). */
+  cancelling(): number {
+    return this._numCancelsRequested;
+  }
+
+  /**
+   * Decrement the count of pending cancellation requests; returns the new count, never below
+   * 0. At 0 a cancellation not yet delivered is withdrawn (uncancel).
+   */
+  uncancel(): number {
+    if (this._numCancelsRequested > 0) {
+      this._numCancelsRequested--;
+      if (this._numCancelsRequested === 0) this._mustCancel = false;
+    }
+    return this._numCancelsRequested;
+  }
+
+  /** Tasks are completed by their coroutine: RuntimeError (set_result). */
+  override setResult(_value: T): void {
+    throw new RuntimeError('Task does not support setResult operation');
+  }
+
+  /** Tasks are completed by their coroutine: RuntimeError (set_exception). */
+  override setException(_exception: Error | (new () => Error)): void {
+    throw new RuntimeError('Task does not support setException operation');
+  }
+
+  override toString(): string {
+    const info = this._reprInfo();
+    if (this._state === PENDING && this._numCancelsRequested > 0) info[0] = 'cancelling';
+    info.splice(1, 0, `name=${repr(this.getName())}`, 'coro=<generator>');
+    if (this._futWaiter !== null) info.splice(3, 0, `wait_for=${this._futWaiter}`);
+    return `<${this.constructor.name} ${info.join(' ')}>`;
+  }
+
+  /** @internal */
+  override _kind(): string {
+    return 'Task';
+  }
+
+  /** @internal Schedule the wake-up that follows `future` being done (asyncio's `__wakeup`). */
+  _wakeupFrom(future: Future<unknown>): void {
+    const handle = this._handle;
+    handle._callback = wakeupTask;
+    handle._a1 = future;
+    this._loop._scheduleHandle(handle);
+  }
+}
+
+function scheduleStep(task: Task<unknown>, error: unknown): void {
+  const handle = task._handle;
+  handle._callback = stepTask;
+  handle._a1 = error;
+  task._loop._scheduleHandle(handle);
+}
+
+function wakeupTask(task: Task<unknown>, future: Future<unknown>): void {
+  if (future._state === FAILED || future._state === CANCELLED) {
+    let error: unknown;
+    try {
+      future.result();
+    } catch (caught) {
+      error = caught;
+    }
+    stepTask(task, error);
+  } else {
+    stepTask(task, NO_ERROR);
+  }
+}
+
+/** Run one step of `task` (asyncio's `Task.__step`), throwing `error` in unless it is NO_ERROR. */
+function stepTask(task: Task<unknown>, error: unknown): void {
+  if (task._state !== PENDING) {
+    throw new InvalidStateError(`_step(): already done: ${task}, ${error === NO_ERROR ? 'None' : repr(error)}`);
+  }
+  if (task._mustCancel) {
+    if (!(error instanceof CancelledError)) error = task._makeCancelledError();
+    task._mustCancel = false;
+  }
+  task._futWaiter = null;
+  const loop = task._loop;
+  _enterTask(loop, task);
+  try {
+    runStep(task, error);
+  } finally {
+    _leaveTask(loop, task);
+  }
+}
+
+function runStep(task: Task<unknown>, error: unknown): void {
+  let step: IteratorResult<unknown, unknown>;
+  try {
+    step = error === NO_ERROR ? task._coro.next() : task._coro.throw(error);
+  } catch (thrown) {
+    task._loop._tasks.delete(task);
+    if (thrown instanceof CancelledError) {
+      task._cancelledExc = thrown;
+      task._cancelFuture(null);
+    } else {
+      task._setExceptionUnchecked(thrown === undefined || thrown === null ? new TypeError(`a coroutine threw ${thrown}`) : thrown);
+      if (_isEscaping(thrown)) throw thrown;
+    }
+    return;
+  }
+  if (step.done === true) {
+    task._loop._tasks.delete(task);
+    if (task._mustCancel) {
+      // Cancelled right before the coroutine returned.
+      task._mustCancel = false;
+      task._cancelFuture(task._cancelMessage);
+    } else {
+      task._setResultUnchecked(step.value);
+    }
+    return;
+  }
+  const yielded = step.value;
+  if (yielded === undefined) {
+    // A bare yield gives up control for one iteration.
+    scheduleStep(task, NO_ERROR);
+  } else if (yielded instanceof Future) {
+    if (yielded._loop !== task._loop) {
+      scheduleStep(task, new RuntimeError(`Task ${task} got Future ${yielded} attached to a different loop`));
+    } else if (!yielded._asyncioFutureBlocking) {
+      scheduleStep(task, new RuntimeError(`yield was used instead of yield from in task ${task} with ${yielded}`));
+    } else if (yielded === task) {
+      yielded._asyncioFutureBlocking = false;
+      scheduleStep(task, new RuntimeError(`Task cannot await on itself: ${task}`));
+    } else {
+      yielded._asyncioFutureBlocking = false;
+      task._futWaiter = yielded;
+      yielded._addWaiter(task);
+      if (task._mustCancel && yielded.cancel(task._cancelMessage ?? undefined)) task._mustCancel = false;
+    }
+  } else if (_isGenerator(yielded)) {
+    scheduleStep(task, new RuntimeError(`yield was used instead of yield from for generator in task ${task} with ${repr(yielded)}`));
+  } else {
+    scheduleStep(task, new RuntimeError(`Task got bad yield: ${repr(yielded)}`));
+  }
+}
+
+Object.defineProperty(stepTask, OWNER_IS_FIRST_ARG, { value: true });
+Object.defineProperty(wakeupTask, OWNER_IS_FIRST_ARG, { value: true });
+
+/** @internal Make `task` the current task of `loop` (asyncio's `_enter_task`). */
+export function _enterTask(loop: EventLoop, task: Task<unknown>): void {
+  const current = loop._currentTask;
+  if (current !== null) {
+    throw new RuntimeError(`Cannot enter into task ${task} while another task ${current} is being executed.`);
+  }
+  loop._currentTask = task;
+}
+
+/** @internal Clear the current task of `loop` (asyncio's `_leave_task`). */
+export function _leaveTask(loop: EventLoop, task: Task<unknown>): void {
+  const current = loop._currentTask;
+  if (current !== task) {
+    throw new RuntimeError(`Leaving task ${task} does not match the current task ${current}.`);
+  }
+  loop._currentTask = null;
+}
+
+/**
+ * Schedule a coroutine as a Task on the running loop (create_task).
+ *
+ * @example
+ * ```ts
+ * const task = createTask(worker(), { name: 'worker-1' });
+ * ```
+ */
+export function createTask<T>(coro: Coroutine<T>, options?: TaskOptions): Task<T> {
+  let loop: EventLoop;
+  try {
+    loop = getRunningLoop();
+  } catch (error) {
+    (coro as { return?: (value?: unknown) => unknown } | null)?.return?.(undefined);
+    throw error;
+  }
+  return loop.createTask(coro, options);
+}
+
+/**
+ * The task running on `loop` (default: the running loop), or null (current_task).
+ *
+ * @example
+ * ```ts
+ * function* main() { console.log(currentTask()?.getName()); }
+ * ```
+ */
+export function currentTask(loop?: EventLoop): Task<unknown> | null {
+  return (loop ?? getRunningLoop())._currentTask;
+}
+
+/**
+ * The tasks of `loop` (default: the running loop) that are not done yet (all_tasks).
+ *
+ * @example
+ * ```ts
+ * for (const task of allTasks()) task.cancel();
+ * ```
+ */
+export function allTasks(loop?: EventLoop): Set<Task<unknown>> {
+  const target = loop ?? getRunningLoop();
+  const pending = new Set<Task<unknown>>();
+  for (const task of target._tasks) if (task._state === PENDING) pending.add(task);
+  return pending;
+}
+
+/** Return a Future/Task as is (ensure_future); RangeError when it belongs to another `loop`. */
+export function ensureFuture<F extends Future<unknown>>(fut: F, options?: LoopOption): F;
+/** Wrap a coroutine in a Task (ensure_future). */
+export function ensureFuture<T>(coro: Coroutine<T>, options?: LoopOption): Task<T>;
+/** Wrap a Promise/thenable in a Future that settles with it (ensure_future). */
+export function ensureFuture<T>(thenable: PromiseLike<T>, options?: LoopOption): Future<T>;
+export function ensureFuture<T>(aw: Awaitable<T>, options?: LoopOption): Future<T>;
+/**
+ * Turn an awaitable into a Future (ensure_future): a Future or Task is returned as is, a
+ * coroutine is wrapped in a Task, a Promise or thenable in a Future that settles with it.
+ * A Promise cannot be cancelled from outside: cancelling its Future leaves the Promise alone.
+ *
+ * @example
+ * ```ts
+ * const fut = ensureFuture(fetch(url)); // a Future of the running loop
+ * ```
+ */
+export function ensureFuture(aw: unknown, options?: LoopOption): Future<unknown> {
+  const loop = options?.loop;
+  if (aw instanceof Future) {
+    if (loop !== undefined && loop !== aw._loop) {
+      throw new RangeError('The future belongs to a different loop than the one specified as the loop argument');
+    }
+    return aw;
+  }
+  if (isCoroutine(aw)) {
+    let target: EventLoop;
+    try {
+      target = loop ?? getEventLoop();
+    } catch (error) {
+      aw.return(undefined);
+      throw error;
+    }
+    return target.createTask(aw);
+  }
+  if (aw !== null && (typeof aw === 'object' || typeof aw === 'function') && typeof (aw as PromiseLike<unknown>).then === 'function') {
+    const target = loop ?? getEventLoop();
+    const future = target.createFuture<unknown>();
+    (aw as PromiseLike<unknown>).then(
+      (value) => {
+        if (!future.done() && !target.isClosed()) target.callSoonThreadsafe(settleResult, future, value);
+      },
+      (error: unknown) => {
+        if (!future.done() && !target.isClosed()) target.callSoonThreadsafe(settleError, future, error);
+      },
+    );
+    return future;
+  }
+  throw new TypeError('An asyncio.Future, a coroutine or an awaitable is required');
+}
+
+function settleResult(future: Future<unknown>, value: unknown): void {
+  if (!future.done()) future.setResult(value);
+}
+
+function settleError(future: Future<unknown>, error: unknown): void {
+  if (!future.done()) future._setExceptionUnchecked(error === undefined || error === null ? new TypeError(`a Promise rejected with ${error}`) : error);
+}
