@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { _currentVars, type Context } from './contextvars.js';
 import { RuntimeError, _isEscaping } from './exceptions.js';
 import { Future } from './futures.js';
-import { Handle, TimerHandle, type AnyCallback } from './handles.js';
+import { Handle, TimerHandle, type AnyCallback, type Runnable } from './handles.js';
 import { Deque } from './internal/deque.js';
 import { repr, typeName } from './internal/format.js';
 import { heapify, heapPop, heapPush } from './internal/heap.js';
@@ -112,7 +112,7 @@ export class EventLoop {
   /** In debug mode, callbacks running longer than this many seconds are logged (slow_callback_duration). */
   slowCallbackDuration = 0.1;
 
-  #ready = new Deque<Handle>(64);
+  #ready = new Deque<Runnable>(64);
   #scheduled: TimerHandle[] = [];
   #timerCancelledCount = 0;
   #timerSeq = 0;
@@ -134,8 +134,8 @@ export class EventLoop {
 
   /** @internal The task whose step runs now (asyncio's `_current_tasks[loop]`). */
   _currentTask: Task<unknown> | null = null;
-  /** @internal The loop's tasks that are not done yet. */
-  _tasks = new Set<Task<unknown>>();
+  /** @internal The first of the loop's pending tasks, linked through `_prevTask`/`_nextTask`. */
+  _taskList: Task<unknown> | null = null;
 
   // ───────────────────────────── scheduling ─────────────────────────────
 
@@ -221,8 +221,8 @@ export class EventLoop {
     return timer;
   }
 
-  /** @internal Schedule a prepared handle (tasks reuse theirs); same rules as `callSoon`. */
-  _scheduleHandle(handle: Handle): void {
+  /** @internal Schedule a prepared handle or a Task's step; same rules as `callSoon`. */
+  _scheduleHandle(handle: Runnable): void {
     if (this.#closed) throw new RuntimeError('Event loop is closed');
     this.#ready.push(handle);
     if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
@@ -231,6 +231,26 @@ export class EventLoop {
   /** @internal Schedule `callback(arg)` in `context` (a Context, or a captured variable map). */
   _callSoonWith(callback: AnyCallback, arg: unknown, context: Context | null, vars: Context['_vars']): void {
     this._scheduleHandle(new Handle(callback, this, 1, arg, undefined, null, context, vars));
+  }
+
+  /** @internal Register a new pending task. */
+  _addTask(task: Task<unknown>): void {
+    const head = this._taskList;
+    task._nextTask = head;
+    if (head !== null) head._prevTask = task;
+    this._taskList = task;
+  }
+
+  /** @internal Unregister a task once it is done. */
+  _removeTask(task: Task<unknown>): void {
+    const prev = task._prevTask;
+    const next = task._nextTask;
+    if (prev === null) {
+      if (this._taskList === task) this._taskList = next;
+    } else prev._nextTask = next;
+    if (next !== null) next._prevTask = prev;
+    task._prevTask = null;
+    task._nextTask = null;
   }
 
   /** @internal Count a cancelled timer still in the heap (asyncio's `_timer_handle_cancelled`). */
@@ -613,15 +633,9 @@ export class EventLoop {
 
     let count = ready.length;
     if (this.#debug) {
-      while (count-- > 0) {
-        const handle = ready.shift() as Handle;
-        if (!handle._cancelled) this.#runTimed(handle);
-      }
+      while (count-- > 0) this.#runTimed(ready.shift() as Runnable);
     } else {
-      while (count-- > 0) {
-        const handle = ready.shift() as Handle;
-        if (!handle._cancelled) handle._run();
-      }
+      while (count-- > 0) (ready.shift() as Runnable)._run();
     }
   }
 
@@ -636,7 +650,7 @@ export class EventLoop {
     return false;
   }
 
-  #runTimed(handle: Handle): void {
+  #runTimed(handle: Runnable): void {
     const started = this.time();
     handle._run();
     const took = this.time() - started;

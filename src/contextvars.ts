@@ -27,8 +27,12 @@ export class Context {
   _vars: VarMap = null;
   /** @internal */
   _entered = false;
-  /** @internal Bumped each time the loop reuses this object for another callback. */
-  _generation = 0;
+  /**
+   * @internal Whom a reused context serves now: a Task whose variables it holds during a step,
+   * or a fresh number per callback. Tokens remember it, so a token set in one callback cannot
+   * reset a variable in another.
+   */
+  _owner: unknown = null;
 
   /** Call `fn(...args)` with this context as the current one; returns its result. */
   run<A extends unknown[], R>(fn: (...args: A) => R, ...args: A): R {
@@ -89,6 +93,7 @@ let current: Context = new Context();
 
 /** The object the loop enters for callbacks scheduled without an explicit context. */
 const scratch = new Context();
+let callbackNumber = 0;
 
 /**
  * A token returned by `ContextVar.set()`; pass it to `reset()` to restore the previous value.
@@ -106,7 +111,7 @@ export class Token<T> {
   /** @internal */
   _context: Context;
   /** @internal */
-  _generation: number;
+  _owner: unknown;
   /** @internal */
   _used = false;
 
@@ -118,7 +123,11 @@ export class Token<T> {
     this.var = variable;
     this.oldValue = oldValue;
     this._context = context;
-    this._generation = context._generation;
+    this._owner = context._owner;
+  }
+
+  toString(): string {
+    return `<Token${this._used ? ' used' : ''} var=${this.var}>`;
   }
 }
 
@@ -179,7 +188,7 @@ export class ContextVar<T> {
     }
     if (token._used) throw new RuntimeError(`${token} has already been used once`);
     if (token.var !== this) throw new RangeError(`${token} was created by a different ContextVar`);
-    if (token._context !== current || token._generation !== current._generation) {
+    if (token._context !== current || token._owner !== current._owner) {
       throw new RangeError(`${token} was created in a different Context`);
     }
     token._used = true;
@@ -216,11 +225,30 @@ export function _currentVars(): VarMap {
 
 /** @internal Make `vars` current in a reusable context; returns what `_exit` must restore. */
 export function _enterVars(vars: VarMap): Context {
+  return _enterOwned(vars, ++callbackNumber);
+}
+
+/**
+ * @internal Make `vars` current in a reusable context serving `owner` (a Task whose context
+ * object was never asked for); read them back with `_currentVars()` before `_exit`.
+ */
+export function _enterOwned(vars: VarMap, owner: unknown): Context {
   const previous = current;
   scratch._vars = vars;
-  scratch._generation++;
+  scratch._owner = owner;
   current = scratch;
   return previous;
+}
+
+/** @internal Whether the current context is the reusable one serving `owner`. */
+export function _servesOwner(owner: unknown): boolean {
+  return current === scratch && scratch._owner === owner;
+}
+
+/** @internal Replace the current context with `context` until `_exit` (a context materialized mid-step). */
+export function _switchTo(context: Context): void {
+  context._entered = true;
+  current = context;
 }
 
 /** @internal Enter `context` for a loop callback; throws like `Context.run` when it is entered already. */

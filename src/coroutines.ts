@@ -32,8 +32,14 @@ export type AwaitedResult<A> =
  */
 export function isCoroutine(x: unknown): x is Coroutine<unknown> {
   if (x === null || typeof x !== 'object') return false;
-  const candidate = x as { next?: unknown; throw?: unknown; return?: unknown };
-  return typeof candidate.next === 'function' && typeof candidate.throw === 'function' && typeof candidate.return === 'function';
+  const candidate = x as { next?: unknown; throw?: unknown; return?: unknown; _asyncioFutureBlocking?: unknown };
+  // A Future is its own `yield*` iterator, hence has the same methods: it is not a coroutine.
+  return (
+    typeof candidate.next === 'function' &&
+    typeof candidate.throw === 'function' &&
+    typeof candidate.return === 'function' &&
+    candidate._asyncioFutureBlocking === undefined
+  );
 }
 
 /** @internal Whether `x` is a native generator object. */

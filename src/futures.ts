@@ -44,6 +44,9 @@ interface NeverRetrieved {
   description: string;
 }
 
+/** Failed futures whose error nobody retrieved yet. */
+const unretrieved = new WeakSet<object>();
+
 /** Reports errors that nobody retrieved once their future is collected. */
 const neverRetrieved = new FinalizationRegistry<NeverRetrieved>((held) => {
   const context: ExceptionContext = {
@@ -69,26 +72,22 @@ const neverRetrieved = new FinalizationRegistry<NeverRetrieved>((held) => {
 export class Future<T = unknown> implements PromiseLike<T> {
   /** @internal */
   _state = PENDING;
-  /** @internal */
-  _result: T | undefined = undefined;
-  /** @internal The error of a failed future (any thrown value). */
-  _exception: unknown = null;
+  /**
+   * @internal The result of a finished future, the error (any thrown value) of a failed one, the
+   * CancelledError a cancelled Task re-raises once; while a Task is pending, what its next step
+   * throws in. One slot, since a future is in one state at a time.
+   */
+  _result: unknown = undefined;
   /** @internal */
   _loop: EventLoop;
-  /** @internal The first done callback (most futures have at most one). */
+  /** @internal The first done callback when it needs no context (most futures have one at most). */
   _cb0: Entry | null = null;
-  /** @internal Its context: a Context, or the variables captured at registration. */
-  _cx0: Context | VarMap = null;
-  /** @internal Further callbacks as [callback, context, callback, context, ...]. */
+  /** @internal Other callbacks as [callback, context, callback, context, ...], in order after `_cb0`. */
   _callbacks: Array<Entry | Context | VarMap> | null = null;
   /** @internal */
   _cancelMessage: string | null = null;
-  /** @internal The CancelledError that cancelled a Task, re-raised once by result(). */
-  _cancelledExc: CancelledError | null = null;
   /** @internal Set by the await protocol while a coroutine yields this future to its Task. */
   _asyncioFutureBlocking = false;
-  /** @internal Whether an error is registered for a "never retrieved" report. */
-  _reportPending = false;
 
   /** Create a pending future on `options.loop`, else the running loop, else the current loop. */
   constructor(options?: LoopOption) {
@@ -122,7 +121,7 @@ export class Future<T = unknown> implements PromiseLike<T> {
     if (state === FINISHED) return this._result as T;
     if (state === FAILED) {
       this._retrieved();
-      throw this._exception;
+      throw this._result;
     }
     if (state === CANCELLED) throw this._makeCancelledError();
     throw new InvalidStateError('Result is not ready.');
@@ -134,7 +133,7 @@ export class Future<T = unknown> implements PromiseLike<T> {
     if (state === FINISHED) return null;
     if (state === FAILED) {
       this._retrieved();
-      return this._exception as Error;
+      return this._result as Error;
     }
     if (state === CANCELLED) throw this._makeCancelledError();
     throw new InvalidStateError('Exception is not set.');
@@ -179,14 +178,8 @@ export class Future<T = unknown> implements PromiseLike<T> {
       throw new TypeError(`a callable object was expected by addDoneCallback(), got ${repr(callback)}`);
     }
     const context = options?.context ?? _currentVars();
-    if (this._state !== PENDING) {
-      this._schedule(callback as DoneCallback, context);
-    } else if (this._cb0 === null && this._callbacks === null) {
-      this._cb0 = callback as DoneCallback;
-      this._cx0 = context;
-    } else {
-      (this._callbacks ??= []).push(callback as DoneCallback, context);
-    }
+    if (this._state !== PENDING) this._schedule(callback as DoneCallback, context);
+    else this._append(callback as DoneCallback, context);
   }
 
   /** Remove every registration of `callback`; returns how many were removed (remove_done_callback). */
@@ -200,7 +193,34 @@ export class Future<T = unknown> implements PromiseLike<T> {
 
   /** Await the future inside a coroutine: `const v = yield* fut`. */
   [Symbol.iterator](): Generator<unknown, T, unknown> {
-    return new FutureIterator<T>(this) as unknown as Generator<unknown, T, unknown>;
+    return this as unknown as Generator<unknown, T, unknown>;
+  }
+
+  /**
+   * The await protocol behind `yield*` (asyncio's `Future.__await__`): a pending future yields
+   * itself once, flagged as blocking so the Task knows it came through `yield*`; resumed when
+   * done, it returns the result. Resumed while still pending, it was not driven by a Task.
+   * The future is its own iterator, so awaiting allocates nothing.
+   *
+   * @internal
+   */
+  next(): IteratorResult<unknown, T> {
+    if (this._state === PENDING) {
+      if (this._asyncioFutureBlocking) throw new RuntimeError("await wasn't used with future");
+      this._asyncioFutureBlocking = true;
+      return { value: this, done: false };
+    }
+    return { value: this.result(), done: true };
+  }
+
+  /** @internal An error thrown into a coroutine parked on this future surfaces at its `yield*`. */
+  throw(error: unknown): IteratorResult<unknown, T> {
+    throw error;
+  }
+
+  /** @internal Closing the coroutine while it is parked on this future. */
+  return(value: T): IteratorResult<unknown, T> {
+    return { value, done: true };
   }
 
   /**
@@ -234,7 +254,7 @@ export class Future<T = unknown> implements PromiseLike<T> {
   /** @internal The words of the repr: state, result or error, callbacks. */
   _reprInfo(): string[] {
     const info: string[] = [this._state === CANCELLED ? 'cancelled' : this._state === PENDING ? 'pending' : 'finished'];
-    if (this._state === FAILED) info.push(`exception=${repr(this._exception)}`);
+    if (this._state === FAILED) info.push(`exception=${repr(this._result)}`);
     else if (this._state === FINISHED) info.push(`result=${repr(this._result)}`);
     const names = this._entries().map(([entry]) =>
       typeof entry === 'function' ? describeCallback(entry) : 'Task.wakeup()',
@@ -263,10 +283,10 @@ export class Future<T = unknown> implements PromiseLike<T> {
     if (exception === null || exception === undefined) {
       throw new TypeError(`exception must be an Error, got ${exception}`);
     }
-    this._exception = exception;
+    this._result = exception;
     this._state = FAILED;
     this._scheduleCallbacks();
-    this._reportPending = true;
+    unretrieved.add(this);
     neverRetrieved.register(
       this,
       {
@@ -296,9 +316,9 @@ export class Future<T = unknown> implements PromiseLike<T> {
 
   /** @internal The CancelledError to raise for a cancelled future; the saved one only once. */
   _makeCancelledError(): CancelledError {
-    const saved = this._cancelledExc;
-    if (saved !== null) {
-      this._cancelledExc = null;
+    const saved = this._result;
+    if (saved instanceof CancelledError) {
+      this._result = undefined;
       return saved;
     }
     return new CancelledError(this._cancelMessage ?? '');
@@ -306,15 +326,12 @@ export class Future<T = unknown> implements PromiseLike<T> {
 
   /** @internal Forget the "never retrieved" report (asyncio's `_log_traceback = False`). */
   _retrieved(): void {
-    if (this._reportPending) {
-      this._reportPending = false;
-      neverRetrieved.unregister(this);
-    }
+    if (this._state === FAILED && unretrieved.delete(this)) neverRetrieved.unregister(this);
   }
 
   /** Whether an unretrieved error would be reported when this future is collected (asyncio's `_log_traceback`). */
   get _logTraceback(): boolean {
-    return this._reportPending;
+    return unretrieved.has(this);
   }
 
   set _logTraceback(value: boolean) {
@@ -325,10 +342,13 @@ export class Future<T = unknown> implements PromiseLike<T> {
   /** @internal Register a Task to wake when this future is done (its `__wakeup` done callback). */
   _addWaiter(waiter: Waiter): void {
     if (this._state !== PENDING) waiter._wakeupFrom(this);
-    else if (this._cb0 === null && this._callbacks === null) {
-      this._cb0 = waiter;
-      this._cx0 = null;
-    } else (this._callbacks ??= []).push(waiter, null);
+    else this._append(waiter, null);
+  }
+
+  /** @internal Add a callback entry after the others. */
+  _append(entry: Entry, context: Context | VarMap): void {
+    if (context === null && this._cb0 === null && this._callbacks === null) this._cb0 = entry;
+    else (this._callbacks ??= []).push(entry, context);
   }
 
   /** @internal Remove a Task registered with `_addWaiter`. */
@@ -338,13 +358,13 @@ export class Future<T = unknown> implements PromiseLike<T> {
     if (kept.length !== entries.length) this._storeEntries(kept);
   }
 
+  /** @internal */
   _scheduleCallbacks(): void {
     const first = this._cb0;
-    if (first === null) return;
-    const context = this._cx0;
-    this._cb0 = null;
-    this._cx0 = null;
-    this._schedule(first, context);
+    if (first !== null) {
+      this._cb0 = null;
+      this._schedule(first, null);
+    }
     const rest = this._callbacks;
     if (rest !== null) {
       this._callbacks = null;
@@ -352,66 +372,27 @@ export class Future<T = unknown> implements PromiseLike<T> {
     }
   }
 
+  /** @internal */
   _schedule(entry: Entry, context: Context | VarMap): void {
     if (typeof entry !== 'function') entry._wakeupFrom(this as Future<unknown>);
     else if (context instanceof Context) this._loop._callSoonWith(entry, this, context, null);
     else this._loop._callSoonWith(entry, this, null, context);
   }
 
+  /** @internal */
   _entries(): Array<[Entry, Context | VarMap]> {
     const entries: Array<[Entry, Context | VarMap]> = [];
-    if (this._cb0 !== null) entries.push([this._cb0, this._cx0]);
+    if (this._cb0 !== null) entries.push([this._cb0, null]);
     const rest = this._callbacks;
     if (rest !== null) for (let i = 0; i < rest.length; i += 2) entries.push([rest[i] as Entry, rest[i + 1] as Context | VarMap]);
     return entries;
   }
 
+  /** @internal */
   _storeEntries(entries: Array<[Entry, Context | VarMap]>): void {
     this._cb0 = null;
-    this._cx0 = null;
     this._callbacks = null;
-    for (const [entry, context] of entries) {
-      if (this._cb0 === null && this._callbacks === null) {
-        this._cb0 = entry;
-        this._cx0 = context;
-      } else (this._callbacks ??= []).push(entry, context);
-    }
-  }
-}
-
-/**
- * The iterator behind `yield* fut`: it yields the pending future once, flagged as blocking so
- * the Task knows it came through the await protocol, and returns the result when resumed.
- */
-class FutureIterator<T> {
-  #future: Future<T>;
-  #yielded = false;
-
-  constructor(future: Future<T>) {
-    this.#future = future;
-  }
-
-  next(): IteratorResult<unknown, T> {
-    const future = this.#future;
-    if (future._state === PENDING) {
-      if (this.#yielded) throw new RuntimeError("await wasn't used with future");
-      this.#yielded = true;
-      future._asyncioFutureBlocking = true;
-      return { value: future, done: false };
-    }
-    return { value: future.result(), done: true };
-  }
-
-  throw(error: unknown): IteratorResult<unknown, T> {
-    throw error;
-  }
-
-  return(value: T): IteratorResult<unknown, T> {
-    return { value, done: true };
-  }
-
-  [Symbol.iterator](): this {
-    return this;
+    for (const [entry, context] of entries) this._append(entry, context);
   }
 }
 

@@ -13,8 +13,16 @@ import type { EventLoop } from './base-events.js';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyCallback = (...args: any[]) => unknown;
 
-/** @internal Marks loop-internal callbacks whose first argument describes the handle (a Task). */
-export const OWNER_IS_FIRST_ARG: unique symbol = Symbol('ownerIsFirstArg');
+/**
+ * @internal What the ready queue holds: Handles, TimerHandles, and Tasks, which schedule their
+ * own steps without a Handle of their own.
+ */
+export interface Runnable {
+  /** Run the callback (nothing when cancelled); errors go to the loop's exception handler. */
+  _run(): void;
+  /** The callback as messages name it. */
+  _describe(): string;
+}
 
 /**
  * A scheduled callback, as returned by `callSoon` (asyncio.Handle).
@@ -26,7 +34,7 @@ export const OWNER_IS_FIRST_ARG: unique symbol = Symbol('ownerIsFirstArg');
  * handle.cancelled(); // true
  * ```
  */
-export class Handle {
+export class Handle implements Runnable {
   /** @internal */
   _callback: AnyCallback | null;
   /** @internal The number of arguments: 0–2 live in `_a0`/`_a1`, more in `_args`. */
@@ -94,6 +102,7 @@ export class Handle {
    * @internal
    */
   _run(): void {
+    if (this._cancelled) return;
     let previous: Context | null = null;
     try {
       previous = this._context === null ? _enterVars(this._vars) : _enter(this._context);
@@ -123,11 +132,10 @@ export class Handle {
     }
   }
 
-  /** @internal The callback as messages name it: `name(args)`, or the owning Task. */
+  /** @internal The callback as messages name it: `name(args)`. */
   _describe(): string {
     const callback = this._callback;
     if (callback === null) return 'cancelled';
-    if ((callback as unknown as Record<symbol, unknown>)[OWNER_IS_FIRST_ARG] === true) return String(this._a0);
     const name = describeCallback(callback).slice(0, -2);
     let args: unknown[];
     switch (this._argc) {

@@ -6,14 +6,15 @@
  * happens next: a bare `yield` schedules the next step, a future yielded through `yield*`
  * parks the task until the future is done, anything else is thrown back in as RuntimeError.
  *
- * Invariant: either `_futWaiter` is set, or a step (or wake-up) is scheduled, never both; so
- * each task reuses one Handle for all its steps.
+ * Invariant: either `_futWaiter` is set, or a step is scheduled, never both. So a Task needs
+ * no Handle: it sits in the ready queue itself, and when it runs, a set `_futWaiter` means the
+ * run is the wake-up from that future (asyncio's `__wakeup`), else a step (`__step`).
  */
-import { copyContext, type Context } from './contextvars.js';
+import { Context, _currentVars, _enter, _enterOwned, _exit, _servesOwner, _switchTo, type VarMap } from './contextvars.js';
 import { _isGenerator, isCoroutine, type Awaitable, type Coroutine } from './coroutines.js';
 import { CancelledError, InvalidStateError, RuntimeError, _isEscaping } from './exceptions.js';
 import { CANCELLED, FAILED, Future, PENDING, type LoopOption } from './futures.js';
-import { Handle, OWNER_IS_FIRST_ARG } from './handles.js';
+import type { Runnable } from './handles.js';
 import { repr } from './internal/format.js';
 import { getEventLoop, getRunningLoop } from './events.js';
 import type { EventLoop, TaskOptions } from './base-events.js';
@@ -36,23 +37,26 @@ let taskCounter = 0;
  * }
  * ```
  */
-export class Task<T = unknown> extends Future<T> {
+export class Task<T = unknown> extends Future<T> implements Runnable {
   /** @internal */
   _coro: Coroutine<T>;
-  /** @internal */
-  _context: Context;
-  /** @internal */
-  _name: string | null;
-  /** @internal The number behind the default name `Task-<n>`. */
-  _number: number;
+  /**
+   * @internal The context the task runs in: a Context once one was given or asked for, until
+   * then just the variables (an immutable map), which a copy of the creator's context shares.
+   */
+  _context: Context | VarMap;
+  /** @internal The name, or the number behind the default name `Task-<n>`. */
+  _name: string | number;
   /** @internal The future this task is parked on. */
   _futWaiter: Future<unknown> | null = null;
   /** @internal A cancellation requested while no future could take it. */
   _mustCancel = false;
   /** @internal */
   _numCancelsRequested = 0;
-  /** @internal The one handle through which every step and wake-up of this task is scheduled. */
-  _handle: Handle;
+  /** @internal Neighbours in the loop's list of pending tasks. */
+  _prevTask: Task<unknown> | null = null;
+  /** @internal */
+  _nextTask: Task<unknown> | null = null;
 
   /** Wrap `coro`; its first step is scheduled with `callSoon` on `options.loop` or the running/current loop. */
   constructor(coro: Coroutine<T>, options?: LoopOption & TaskOptions) {
@@ -62,18 +66,18 @@ export class Task<T = unknown> extends Future<T> {
     }
     this._coro = coro;
     const name = options?.name;
-    this._name = name === undefined || name === null ? null : String(name);
-    this._number = ++taskCounter;
-    this._context = options?.context ?? copyContext();
+    this._name = name === undefined || name === null ? ++taskCounter : String(name);
+    this._context = options?.context ?? _currentVars();
+    this._result = NO_ERROR;
     const loop = this._loop;
-    this._handle = new Handle(stepTask, loop, 2, this, NO_ERROR, null, this._context, null);
-    loop._scheduleHandle(this._handle);
-    loop._tasks.add(this as Task<unknown>);
+    loop._scheduleHandle(this);
+    loop._addTask(this as Task<unknown>);
   }
 
   /** The task's name (default `Task-<n>`) (get_name). */
   getName(): string {
-    return this._name ?? `Task-${this._number}`;
+    const name = this._name;
+    return typeof name === 'number' ? `Task-${name}` : name;
   }
 
   /** Rename the task; the name is converted to a string (set_name). */
@@ -88,7 +92,18 @@ export class Task<T = unknown> extends Future<T> {
 
   /** The context the task runs in (get_context). */
   getContext(): Context {
-    return this._context;
+    const held = this._context;
+    if (held instanceof Context) return held;
+    const context = new Context();
+    if (_servesOwner(this)) {
+      // Asked from inside the task's own step: the rest of the step runs in the new object.
+      context._vars = _currentVars();
+      _switchTo(context);
+    } else {
+      context._vars = held;
+    }
+    this._context = context;
+    return context;
   }
 
   /** The stack of the coroutine, as far as JavaScript exposes one: none (get_stack). */
@@ -160,20 +175,54 @@ export class Task<T = unknown> extends Future<T> {
     return 'Task';
   }
 
-  /** @internal Schedule the wake-up that follows `future` being done (asyncio's `__wakeup`). */
-  _wakeupFrom(future: Future<unknown>): void {
-    const handle = this._handle;
-    handle._callback = wakeupTask;
-    handle._a1 = future;
-    this._loop._scheduleHandle(handle);
+  /** @internal Schedule the wake-up that follows `_futWaiter` being done (asyncio's `__wakeup`). */
+  _wakeupFrom(_future: Future<unknown>): void {
+    this._loop._scheduleHandle(this);
+  }
+
+  /**
+   * Run the scheduled step or wake-up in the task's context; errors escaping the step go to
+   * the exception handler as a Handle's would.
+   *
+   * @internal
+   */
+  _run(): void {
+    let previous: Context | null = null;
+    try {
+      const context = this._context;
+      previous = context instanceof Context ? _enter(context) : _enterOwned(context, this);
+      const waiter = this._futWaiter;
+      if (waiter !== null) {
+        wakeupTask(this as Task<unknown>, waiter);
+      } else {
+        const error = this._result;
+        this._result = NO_ERROR;
+        stepTask(this as Task<unknown>, error);
+      }
+    } catch (error) {
+      if (_isEscaping(error)) throw error;
+      this._loop.callExceptionHandler({
+        message: `Exception in callback ${this._describe()}`,
+        exception: error as Error,
+        task: this as Task<unknown>,
+      });
+    } finally {
+      if (previous !== null) {
+        if (!(this._context instanceof Context)) this._context = _currentVars();
+        _exit(previous);
+      }
+    }
+  }
+
+  /** @internal */
+  _describe(): string {
+    return String(this);
   }
 }
 
 function scheduleStep(task: Task<unknown>, error: unknown): void {
-  const handle = task._handle;
-  handle._callback = stepTask;
-  handle._a1 = error;
-  task._loop._scheduleHandle(handle);
+  task._result = error;
+  task._loop._scheduleHandle(task);
 }
 
 function wakeupTask(task: Task<unknown>, future: Future<unknown>): void {
@@ -214,9 +263,10 @@ function runStep(task: Task<unknown>, error: unknown): void {
   try {
     step = error === NO_ERROR ? task._coro.next() : task._coro.throw(error);
   } catch (thrown) {
-    task._loop._tasks.delete(task);
+    task._loop._removeTask(task);
     if (thrown instanceof CancelledError) {
-      task._cancelledExc = thrown;
+      // Kept for the first result()/exception() to re-raise, as asyncio's `_cancelled_exc`.
+      task._result = thrown;
       task._cancelFuture(null);
     } else {
       task._setExceptionUnchecked(thrown === undefined || thrown === null ? new TypeError(`a coroutine threw ${thrown}`) : thrown);
@@ -225,7 +275,7 @@ function runStep(task: Task<unknown>, error: unknown): void {
     return;
   }
   if (step.done === true) {
-    task._loop._tasks.delete(task);
+    task._loop._removeTask(task);
     if (task._mustCancel) {
       // Cancelled right before the coroutine returned.
       task._mustCancel = false;
@@ -241,6 +291,7 @@ function runStep(task: Task<unknown>, error: unknown): void {
     scheduleStep(task, NO_ERROR);
   } else if (yielded instanceof Future) {
     if (yielded._loop !== task._loop) {
+      yielded._asyncioFutureBlocking = false;
       scheduleStep(task, new RuntimeError(`Task ${task} got Future ${yielded} attached to a different loop`));
     } else if (!yielded._asyncioFutureBlocking) {
       scheduleStep(task, new RuntimeError(`yield was used instead of yield from in task ${task} with ${yielded}`));
@@ -259,9 +310,6 @@ function runStep(task: Task<unknown>, error: unknown): void {
     scheduleStep(task, new RuntimeError(`Task got bad yield: ${repr(yielded)}`));
   }
 }
-
-Object.defineProperty(stepTask, OWNER_IS_FIRST_ARG, { value: true });
-Object.defineProperty(wakeupTask, OWNER_IS_FIRST_ARG, { value: true });
 
 /** @internal Make `task` the current task of `loop` (asyncio's `_enter_task`). */
 export function _enterTask(loop: EventLoop, task: Task<unknown>): void {
@@ -323,7 +371,9 @@ export function currentTask(loop?: EventLoop): Task<unknown> | null {
 export function allTasks(loop?: EventLoop): Set<Task<unknown>> {
   const target = loop ?? getRunningLoop();
   const pending = new Set<Task<unknown>>();
-  for (const task of target._tasks) if (task._state === PENDING) pending.add(task);
+  for (let task = target._taskList; task !== null; task = task._nextTask) {
+    if (task._state === PENDING) pending.add(task);
+  }
   return pending;
 }
 

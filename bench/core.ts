@@ -1,0 +1,316 @@
+/**
+ * Workloads of the core runtime: callSoon chain and burst, task spawn+complete, bare-yield
+ * switches, timers with half cancelled, heap bytes per pending task.
+ */
+import { newEventLoop, type Coroutine, type Future } from '../src/index.js';
+import { collectGarbage, medianOf, now, percentile, perSecond, type Row } from './harness.js';
+
+const RUNS = 5;
+
+async function callSoonChain(count: number): Promise<number> {
+  const loop = newEventLoop();
+  let n = 0;
+  const tick = (): void => {
+    if (++n < count) loop.callSoon(tick);
+    else loop.stop();
+  };
+  loop.callSoon(tick);
+  const started = now();
+  await loop.runForever();
+  const took = now() - started;
+  loop.close();
+  return perSecond(count, took);
+}
+
+function setImmediateChain(count: number): Promise<number> {
+  return new Promise((resolve) => {
+    let n = 0;
+    const started = now();
+    const tick = (): void => {
+      if (++n < count) setImmediate(tick);
+      else resolve(perSecond(count, now() - started));
+    };
+    setImmediate(tick);
+  });
+}
+
+async function callSoonBurst(count: number): Promise<number> {
+  const loop = newEventLoop();
+  let n = 0;
+  const cb = (): void => {
+    n++;
+  };
+  const started = now();
+  for (let i = 0; i < count; i++) loop.callSoon(cb);
+  loop.callSoon(() => loop.stop());
+  await loop.runForever();
+  const took = now() - started;
+  loop.close();
+  if (n !== count) throw new Error(`burst ran ${n} of ${count}`);
+  return perSecond(count, took);
+}
+
+function setImmediateBurst(count: number): Promise<number> {
+  return new Promise((resolve) => {
+    let n = 0;
+    const started = now();
+    const cb = (): void => {
+      if (++n === count) resolve(perSecond(count, now() - started));
+    };
+    for (let i = 0; i < count; i++) setImmediate(cb);
+  });
+}
+
+function* returnOne(): Coroutine<number> {
+  return 1;
+}
+
+async function taskSpawn(count: number): Promise<number> {
+  const loop = newEventLoop();
+  const batch = 10_000;
+  let created = 0;
+  let done = 0;
+  const onDone = (): void => {
+    if (++done === count) loop.stop();
+  };
+  const spawn = (): void => {
+    const end = Math.min(count, created + batch);
+    for (; created < end; created++) loop.createTask(returnOne()).addDoneCallback(onDone);
+    if (created < count) loop.callSoon(spawn);
+  };
+  loop.callSoon(spawn);
+  const started = now();
+  await loop.runForever();
+  const took = now() - started;
+  loop.close();
+  return perSecond(count, took);
+}
+
+async function asyncFunctionSpawn(count: number): Promise<number> {
+  const fn = async (): Promise<number> => 1;
+  const batch = 10_000;
+  const started = now();
+  for (let created = 0; created < count; created += batch) {
+    const pending: Array<Promise<number>> = [];
+    for (let i = 0; i < batch; i++) pending.push(fn());
+    await Promise.all(pending);
+  }
+  return perSecond(count, now() - started);
+}
+
+function* spin(times: number): Coroutine<void> {
+  for (let i = 0; i < times; i++) yield;
+}
+
+async function bareYieldSwitches(tasks: number, times: number): Promise<number> {
+  const loop = newEventLoop();
+  const all: Array<Future<void>> = [];
+  for (let i = 0; i < tasks; i++) all.push(loop.createTask(spin(times)));
+  let remaining = tasks;
+  for (const task of all) task.addDoneCallback(() => (--remaining === 0 ? loop.stop() : undefined));
+  const started = now();
+  await loop.runForever();
+  const took = now() - started;
+  loop.close();
+  return perSecond(tasks * times, took);
+}
+
+async function asyncFunctionSwitches(tasks: number, times: number): Promise<number> {
+  const spinAsync = async (): Promise<void> => {
+    for (let i = 0; i < times; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+  };
+  const started = now();
+  await Promise.all(Array.from({ length: tasks }, spinAsync));
+  return perSecond(tasks * times, now() - started);
+}
+
+interface TimerResult {
+  opsPerSecond: number;
+  lateP50: number;
+  lateP99: number;
+}
+
+/** Schedule `count` timers over `spread` seconds, cancel every other one, run until the last fires. */
+async function timers(count: number, spread: number): Promise<TimerResult> {
+  const loop = newEventLoop();
+  const lateness: number[] = [];
+  let fired = 0;
+  const expected = count >> 1;
+  const onTimer = (when: number): void => {
+    lateness.push((loop.time() - when) * 1000);
+    if (++fired === expected) loop.stop();
+  };
+  const started = now();
+  const base = loop.time();
+  for (let i = 0; i < count; i++) {
+    const when = base + ((i * 7919) % count) * (spread / count);
+    const handle = loop.callAt(when, onTimer, when);
+    if (i % 2 === 1) handle.cancel();
+  }
+  const scheduling = now() - started;
+  const cpuBefore = process.cpuUsage();
+  await loop.runForever();
+  const cpu = process.cpuUsage(cpuBefore);
+  loop.close();
+  const processingMs = (cpu.user + cpu.system) / 1000;
+  return {
+    opsPerSecond: perSecond(count, scheduling + processingMs),
+    lateP50: percentile(lateness, 50),
+    lateP99: percentile(lateness, 99),
+  };
+}
+
+function nodeTimers(count: number, spread: number): Promise<TimerResult> {
+  return new Promise((resolve) => {
+    const lateness: number[] = [];
+    let fired = 0;
+    const expected = count >> 1;
+    let scheduling = 0;
+    let cpuBefore: NodeJS.CpuUsage;
+    const onTimer = (when: number): void => {
+      lateness.push(now() - when);
+      if (++fired === expected) {
+        const cpu = process.cpuUsage(cpuBefore);
+        resolve({
+          opsPerSecond: perSecond(count, scheduling + (cpu.user + cpu.system) / 1000),
+          lateP50: percentile(lateness, 50),
+          lateP99: percentile(lateness, 99),
+        });
+      }
+    };
+    const started = now();
+    for (let i = 0; i < count; i++) {
+      const delayMs = ((i * 7919) % count) * ((spread * 1000) / count);
+      const timer = setTimeout(onTimer, delayMs, started + delayMs);
+      if (i % 2 === 1) clearTimeout(timer);
+    }
+    scheduling = now() - started;
+    cpuBefore = process.cpuUsage();
+  });
+}
+
+async function heapPerPendingTask(count: number): Promise<number> {
+  const loop = newEventLoop();
+  const gate = loop.createFuture<void>();
+  function* park(): Coroutine<void> {
+    yield* gate;
+  }
+  collectGarbage();
+  const before = process.memoryUsage().heapUsed;
+  for (let i = 0; i < count; i++) loop.createTask(park());
+  loop.callSoon(() => loop.stop());
+  await loop.runForever();
+  collectGarbage();
+  const after = process.memoryUsage().heapUsed;
+  gate.setResult(undefined);
+  loop.callSoon(() => loop.callSoon(() => loop.stop()));
+  await loop.runForever();
+  loop.close();
+  return (after - before) / count;
+}
+
+async function heapPerPendingAsyncFunction(count: number): Promise<number> {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const park = async (): Promise<void> => {
+    await gate;
+  };
+  collectGarbage();
+  const before = process.memoryUsage().heapUsed;
+  const all: Array<Promise<void>> = [];
+  for (let i = 0; i < count; i++) all.push(park());
+  collectGarbage();
+  const after = process.memoryUsage().heapUsed;
+  open();
+  await Promise.all(all);
+  return (after - before - count * 8) / count;
+}
+
+/** Run the core workloads. */
+export async function coreWorkloads(log: (line: string) => void): Promise<Row[]> {
+  const rows: Row[] = [];
+  const add = (row: Row): void => {
+    rows.push(row);
+    log(`  ${row.workload}: ${row.value.toFixed(1)} ${row.unit}${row.baseline === null ? '' : ` (baseline ${row.baseline.toFixed(1)})`}`);
+  };
+
+  add({
+    workload: 'callSoon chain',
+    unit: 'calls/s',
+    value: await medianOf(RUNS, () => callSoonChain(2_000_000)),
+    baseline: await medianOf(RUNS, () => setImmediateChain(300_000)),
+    baselineName: 'setImmediate chain',
+    higherIsBetter: true,
+    target: '>= 10 M/s and > 10x setImmediate',
+  });
+  add({
+    workload: 'callSoon burst',
+    unit: 'calls/s',
+    value: await medianOf(RUNS, () => callSoonBurst(1_000_000)),
+    baseline: await medianOf(RUNS, () => setImmediateBurst(1_000_000)),
+    baselineName: 'setImmediate burst',
+    higherIsBetter: true,
+  });
+  add({
+    workload: 'task spawn+complete',
+    unit: 'tasks/s',
+    value: await medianOf(RUNS, () => taskSpawn(500_000)),
+    baseline: await medianOf(RUNS, () => asyncFunctionSpawn(500_000)),
+    baselineName: 'async function + Promise.all',
+    higherIsBetter: true,
+    target: '>= 1.5 M/s',
+  });
+  add({
+    workload: 'bare-yield switches',
+    unit: 'switches/s',
+    value: await medianOf(RUNS, () => bareYieldSwitches(100, 20_000)),
+    baseline: await medianOf(RUNS, () => asyncFunctionSwitches(100, 2_000)),
+    baselineName: 'async fn awaiting setImmediate',
+    higherIsBetter: true,
+    target: '>= 15 M/s',
+  });
+  const ours: TimerResult[] = [];
+  const node: TimerResult[] = [];
+  for (let i = 0; i < 3; i++) {
+    collectGarbage();
+    ours.push(await timers(200_000, 0.2));
+    collectGarbage();
+    node.push(await nodeTimers(200_000, 0.2));
+  }
+  const mid = (list: TimerResult[], key: keyof TimerResult): number => percentile(list.map((r) => r[key]), 50);
+  add({
+    workload: '200k timers, half cancelled',
+    unit: 'timers/s',
+    value: mid(ours, 'opsPerSecond'),
+    baseline: mid(node, 'opsPerSecond'),
+    baselineName: 'setTimeout/clearTimeout',
+    higherIsBetter: true,
+  });
+  add({
+    workload: 'timer lateness p50',
+    unit: 'ms',
+    value: mid(ours, 'lateP50'),
+    baseline: mid(node, 'lateP50'),
+    baselineName: 'setTimeout',
+    higherIsBetter: false,
+  });
+  add({
+    workload: 'timer lateness p99',
+    unit: 'ms',
+    value: mid(ours, 'lateP99'),
+    baseline: mid(node, 'lateP99'),
+    baselineName: 'setTimeout',
+    higherIsBetter: false,
+  });
+  add({
+    workload: 'heap per pending task',
+    unit: 'bytes',
+    value: await medianOf(3, () => heapPerPendingTask(100_000)),
+    baseline: await medianOf(3, () => heapPerPendingAsyncFunction(100_000)),
+    baselineName: 'pending async function',
+    higherIsBetter: false,
+    target: '<= 350 bytes',
+  });
+  return rows;
+}
+

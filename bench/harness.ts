@@ -1,0 +1,99 @@
+/**
+ * A small benchmark harness: each workload runs several times and reports its median beside
+ * the Node baseline measured in the same run.
+ */
+import { performance } from 'node:perf_hooks';
+import { runInNewContext } from 'node:vm';
+import { setFlagsFromString } from 'node:v8';
+
+setFlagsFromString('--expose-gc');
+const gcFunction = runInNewContext('gc') as () => void;
+
+/** Collect garbage now, several times so finalizers and weak cells settle. */
+export function collectGarbage(): void {
+  for (let i = 0; i < 3; i++) gcFunction();
+}
+
+/** One line of the results table. */
+export interface Row {
+  /** The workload, e.g. "callSoon chain". */
+  workload: string;
+  /** What was measured: "ops/s", "µs", "bytes/task"... */
+  unit: string;
+  /** multiloop's median. */
+  value: number;
+  /** The Node baseline's median, when the workload has one. */
+  baseline: number | null;
+  /** What the baseline is, e.g. "setImmediate chain". */
+  baselineName: string | null;
+  /** Whether a higher value is better (throughput) or a lower one (latency, memory). */
+  higherIsBetter: boolean;
+  /** The target from the issues, when there is one, e.g. ">= 10 M/s". */
+  target?: string;
+}
+
+/** The median of `values`. */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+/** The `p`-th percentile (0..100) of `values`. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index] as number;
+}
+
+/** Run `once` `runs` times (after one warm-up) and return the median of what it returns. */
+export async function medianOf(runs: number, once: () => Promise<number> | number): Promise<number> {
+  await once();
+  const values: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    collectGarbage();
+    values.push(await once());
+  }
+  return median(values);
+}
+
+/** Operations per second of `count` operations that took `ms` milliseconds. */
+export function perSecond(count: number, ms: number): number {
+  return (count / ms) * 1000;
+}
+
+/** The current high-resolution time in milliseconds. */
+export function now(): number {
+  return performance.now();
+}
+
+/** Format a number for the table: 12.3 M, 456 k, 7.89. */
+export function formatNumber(value: number): string {
+  const abs = Math.abs(value);
+  if (abs >= 1e6) return `${(value / 1e6).toFixed(2)} M`;
+  if (abs >= 1e4) return `${(value / 1e3).toFixed(1)} k`;
+  if (abs >= 100) return value.toFixed(0);
+  return value.toFixed(2);
+}
+
+/** The ratio multiloop/baseline, oriented so that > 1 means multiloop is better. */
+export function advantage(row: Row): number | null {
+  if (row.baseline === null || row.baseline === 0 || row.value === 0) return null;
+  return row.higherIsBetter ? row.value / row.baseline : row.baseline / row.value;
+}
+
+/** Render rows as a Markdown table. */
+export function renderTable(rows: Row[]): string {
+  const lines = [
+    '| workload | multiloop | Node baseline | advantage | target |',
+    '|---|---:|---:|---:|---|',
+  ];
+  for (const row of rows) {
+    const ratio = advantage(row);
+    const base = row.baseline === null ? '—' : `${formatNumber(row.baseline)} ${row.unit} (${row.baselineName})`;
+    lines.push(
+      `| ${row.workload} | ${formatNumber(row.value)} ${row.unit} | ${base} | ${ratio === null ? '—' : `${ratio.toFixed(2)}×`} | ${row.target ?? ''} |`,
+    );
+  }
+  return lines.join('\n');
+}

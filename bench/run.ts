@@ -1,0 +1,28 @@
+/**
+ * `npm run bench`: every workload, each beside its Node baseline measured in the same run.
+ * Prints a Markdown table; `--json` also writes bench-results.json. `--only=core` picks workloads.
+ */
+import { writeFileSync } from 'node:fs';
+import { availableParallelism, cpus } from 'node:os';
+import { coreWorkloads } from './core.js';
+import { renderTable, type Row } from './harness.js';
+
+const args = process.argv.slice(2);
+const json = args.includes('--json');
+const only = args.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
+
+const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> = [['core', coreWorkloads]];
+
+const header = `multiloop bench — Node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), medians of several runs`;
+console.log(header);
+const rows: Row[] = [];
+for (const [name, suite] of suites) {
+  if (only !== undefined && !only.includes(name)) continue;
+  console.log(`\n${name}:`);
+  rows.push(...(await suite((line) => console.log(line))));
+}
+console.log(`\n${renderTable(rows)}`);
+if (json) {
+  writeFileSync('bench-results.json', JSON.stringify({ header, node: process.version, cores: availableParallelism(), rows }, null, 2));
+  console.log('\nwrote bench-results.json');
+}
