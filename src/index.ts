@@ -41,6 +41,21 @@ export {
 export { Future, isFuture, type LoopOption } from './futures.js';
 export { isCoroutine, type Awaitable, type AwaitedResult, type Coroutine } from './coroutines.js';
 export { Task, allTasks, createTask, currentTask, ensureFuture } from './task.js';
-export { sleep } from './tasks.js';
+export {
+  ALL_COMPLETED,
+  FIRST_COMPLETED,
+  FIRST_EXCEPTION,
+  asCompleted,
+  gather,
+  shield,
+  sleep,
+  wait,
+  waitFor,
+  type GatherOptions,
+  type GatherResults,
+  type GatherResultsOrErrors,
+  type ReturnWhen,
+  type WaitOptions,
+} from './tasks.js';
 export { Runner, run, type RunOptions } from './runners.js';
 export { logger, type Logger } from './log.js';

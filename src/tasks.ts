@@ -1,14 +1,34 @@
 /**
- * The task helpers of asyncio.tasks: sleep, and (with the toolkit) gather, wait, waitFor,
- * shield, asCompleted.
+ * The task helpers of asyncio.tasks: sleep, gather, wait, waitFor, shield, asCompleted.
+ *
+ * gather and shield return Futures; wait, waitFor and sleep are coroutines; asCompleted is a
+ * synchronous iterator of Futures. None of them completes anything inline: every hand-over
+ * between futures goes through done callbacks, hence through the loop's `callSoon`.
  */
-import type { Coroutine } from './coroutines.js';
-import { getRunningLoop } from './events.js';
-import type { Future } from './futures.js';
+import type { EventLoop } from './base-events.js';
+import { _isGenerator, isCoroutine, type Awaitable, type AwaitedResult, type Coroutine } from './coroutines.js';
+import { getEventLoop, getRunningLoop } from './events.js';
+import { CancelledError, RuntimeError, TimeoutError } from './exceptions.js';
+import { CANCELLED, FAILED, Future, PENDING } from './futures.js';
+import type { TimerHandle } from './handles.js';
+import { Deque } from './internal/deque.js';
+import { typeName } from './internal/format.js';
+import { currentTask, ensureFuture } from './task.js';
 
 function setResultUnlessCancelled<T>(future: Future<T>, result: T): void {
   if (!future.done()) future.setResult(result);
 }
+
+/** The type name asyncio puts in "expect ... not X" messages. */
+function describeType(value: unknown): string {
+  return isCoroutine(value) ? 'coroutine' : typeName(value);
+}
+
+function isIterable(value: unknown): value is Iterable<unknown> {
+  return value !== null && value !== undefined && typeof (value as Iterable<unknown>)[Symbol.iterator] === 'function';
+}
+
+// ─────────────────────────────────── sleep ───────────────────────────────────
 
 /** Suspend for `delay` seconds; `sleep(0)` gives up exactly one iteration (asyncio.sleep). */
 export function sleep(delay: number): Coroutine<void>;
@@ -41,4 +61,545 @@ export function* sleep<T>(delay: number, result?: T): Coroutine<T | undefined> {
   } finally {
     timer.cancel();
   }
+}
+
+// ─────────────────────────────────── gather ───────────────────────────────────
+
+/**
+ * Map a tuple of awaitables to their results, element by element (the list gather builds).
+ *
+ * @example
+ * ```ts
+ * type R = GatherResults<[Future<number>, Coroutine<string>]>; // [number, string]
+ * ```
+ */
+export type GatherResults<A extends readonly unknown[]> = { -readonly [K in keyof A]: AwaitedResult<A[K]> };
+
+/**
+ * Map a tuple of awaitables to their results or errors (gather with return_exceptions=True).
+ *
+ * @example
+ * ```ts
+ * type R = GatherResultsOrErrors<[Future<number>]>; // [number | Error]
+ * ```
+ */
+export type GatherResultsOrErrors<A extends readonly unknown[]> = {
+  -readonly [K in keyof A]: AwaitedResult<A[K]> | Error;
+};
+
+/**
+ * Configure the array form of `gather` (gather's return_exceptions keyword).
+ *
+ * @example
+ * ```ts
+ * const outcomes = yield* gather([a(), b()], { returnExceptions: true });
+ * ```
+ */
+export interface GatherOptions {
+  /** Deliver errors (and CancelledErrors of cancelled children) as results instead of failing. */
+  returnExceptions?: boolean;
+}
+
+/**
+ * The Future `gather` returns (asyncio's `_GatheringFuture`). Cancelling it cancels the
+ * children instead of itself; it then finishes with a CancelledError once they are done.
+ */
+class GatheringFuture extends Future<unknown[]> {
+  /** The children in argument order, duplicates included. */
+  #children: Array<Future<unknown>>;
+  /** How many distinct children there are. */
+  #count: number;
+  #finished = 0;
+  #returnExceptions: boolean;
+  /** Set when `cancel()` reached at least one child: the outcome is then a CancelledError. */
+  #cancelRequested = false;
+
+  /** Watch the children, `byArg` holding each once; those already done count at once. */
+  constructor(children: Array<Future<unknown>>, byArg: Map<unknown, Future<unknown>>, returnExceptions: boolean) {
+    super({ loop: (children[0] as Future<unknown>).getLoop() });
+    this.#children = children;
+    this.#count = byArg.size;
+    this.#returnExceptions = returnExceptions;
+    // Children already done are accounted for now (asyncio 3.12+), so an all-done gather is done.
+    for (const child of byArg.values()) {
+      if (child.done()) this.#childDone(child);
+      else child.addDoneCallback(this.#childDone);
+    }
+  }
+
+  /** Cancel every child; returns whether any accepted. The future itself finishes later (cancel). */
+  override cancel(msg?: string): boolean {
+    if (this.done()) return false;
+    let accepted = false;
+    for (const child of this.#children) {
+      if (child.cancel(msg)) accepted = true;
+    }
+    // A cancel that reached a child must surface as CancelledError even with returnExceptions.
+    if (accepted) this.#cancelRequested = true;
+    return accepted;
+  }
+
+  #childDone = (child: Future<unknown>): void => {
+    this.#finished++;
+    if (this._state !== PENDING) {
+      // Later failures are nobody's to report once the outcome is decided.
+      if (child._state !== CANCELLED) child.exception();
+      return;
+    }
+    if (!this.#returnExceptions) {
+      if (child._state === CANCELLED) {
+        this._setExceptionUnchecked(child._makeCancelledError());
+        return;
+      }
+      if (child._state === FAILED) {
+        this._setExceptionUnchecked(child.exception());
+        return;
+      }
+    }
+    if (this.#finished < this.#count) return;
+    const children = this.#children;
+    const results = new Array<unknown>(children.length);
+    for (let i = 0; i < children.length; i++) {
+      const each = children[i] as Future<unknown>;
+      // A fresh error per slot: the child's own saved CancelledError stays for its awaiters.
+      if (each._state === CANCELLED) results[i] = new CancelledError(each._cancelMessage ?? '');
+      else if (each._state === FAILED) results[i] = each.exception();
+      else results[i] = each._result;
+    }
+    if (this.#cancelRequested) {
+      // asyncio takes the error from the last child in argument order.
+      this._setExceptionUnchecked((children[children.length - 1] as Future<unknown>)._makeCancelledError());
+    } else {
+      this._setResultUnchecked(results);
+    }
+  };
+}
+
+/** Whether `value` can only be the options of the array form (it is no awaitable). */
+function isGatherOptions(value: unknown): boolean {
+  if (value === undefined) return true;
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    !(value instanceof Future) &&
+    !isCoroutine(value) &&
+    typeof (value as PromiseLike<unknown>).then !== 'function'
+  );
+}
+
+/** Run awaitables concurrently; the Future's result lists their results in argument order (gather). */
+export function gather<A extends readonly Awaitable<unknown>[]>(...aws: A): Future<GatherResults<A>>;
+/** Like `gather(...aws)`, with errors delivered as results (gather(..., return_exceptions=True)). */
+export function gather<const A extends readonly Awaitable<unknown>[]>(
+  aws: A,
+  options: GatherOptions & { returnExceptions: true },
+): Future<GatherResultsOrErrors<A>>;
+/** Like `gather(...aws)`, the awaitables given as an array. */
+export function gather<const A extends readonly Awaitable<unknown>[]>(
+  aws: A,
+  options?: GatherOptions & { returnExceptions?: false },
+): Future<GatherResults<A>>;
+/** Like `gather(...aws)`, the awaitables given as an array, `returnExceptions` not known statically. */
+export function gather<const A extends readonly Awaitable<unknown>[]>(
+  aws: A,
+  options: GatherOptions,
+): Future<GatherResultsOrErrors<A>>;
+/**
+ * Run awaitables concurrently and collect their results in argument order (asyncio.gather).
+ * Coroutines become Tasks; the same object given twice runs once and fills both slots.
+ *
+ * Two call forms: `gather(arr, options?)` is the array form when `arr` is an Array and the
+ * second argument is absent, `undefined`, or an options object (a plain object that is no
+ * Future, coroutine or thenable); anything else is `gather(...aws)`, each argument an
+ * awaitable.
+ *
+ * The first error (a cancelled child counts as a CancelledError) fails the returned Future at
+ * once and leaves the other children running; with `returnExceptions: true` errors are
+ * results, and a cancelled child gives `new CancelledError(itsMessage ?? '')`. Cancelling the
+ * returned Future cancels the children and returns whether any accepted; the Future then
+ * finishes (not cancelled) with a CancelledError, even with `returnExceptions`. No arguments:
+ * an already finished Future of `[]`. Children of two loops: RangeError.
+ *
+ * @example
+ * ```ts
+ * function* main(): Coroutine<void> {
+ *   const [n, s] = yield* gather(count(), name()); // n: number, s: string
+ *   const outcomes = yield* gather([risky(), count()], { returnExceptions: true });
+ *   for (const o of outcomes) if (o instanceof Error) console.log('failed:', o.message);
+ * }
+ * ```
+ */
+export function gather(...args: unknown[]): Future<unknown[]> {
+  let aws: readonly unknown[] = args;
+  let returnExceptions = false;
+  if (Array.isArray(args[0]) && args.length <= 2 && isGatherOptions(args[1])) {
+    aws = args[0] as unknown[];
+    returnExceptions = Boolean((args[1] as GatherOptions | undefined)?.returnExceptions);
+  }
+  if (aws.length === 0) {
+    const outer = getEventLoop().createFuture<unknown[]>();
+    outer.setResult([]);
+    return outer;
+  }
+  const byArg = new Map<unknown, Future<unknown>>();
+  const children: Array<Future<unknown>> = [];
+  let loop: EventLoop | undefined;
+  for (const arg of aws) {
+    let child = byArg.get(arg);
+    if (child === undefined) {
+      child = ensureFuture(arg as Awaitable<unknown>, { loop });
+      loop ??= child.getLoop();
+      byArg.set(arg, child);
+    }
+    children.push(child);
+  }
+  return new GatheringFuture(children, byArg, returnExceptions);
+}
+
+// ─────────────────────────────────── shield ───────────────────────────────────
+
+/**
+ * Protect an awaitable from cancellation (asyncio.shield): cancelling the returned Future
+ * leaves the inner one running, while the inner's result, error or cancellation reaches the
+ * returned Future. An inner already done is returned as is. A coroutine becomes a Task; the
+ * loop keeps every pending Task referenced, so a shielded Task runs to its end even when
+ * nobody holds it any more.
+ *
+ * @example
+ * ```ts
+ * function* main(): Coroutine<void> {
+ *   try {
+ *     yield* shield(saveState()); // a cancel of main does not stop saveState
+ *   } catch (e) {
+ *     if (e instanceof CancelledError) console.log('cancelled, still saving');
+ *     throw e;
+ *   }
+ * }
+ * ```
+ */
+export function shield<T>(aw: Awaitable<T>): Future<T> {
+  const inner = ensureFuture(aw);
+  if (inner.done()) return inner;
+  const outer = inner.getLoop().createFuture<T>();
+  const onInnerDone = (): void => {
+    if (outer.cancelled()) {
+      // The outer was cancelled in the same iteration: nobody will look at the inner's error.
+      if (!inner.cancelled()) inner.exception();
+      return;
+    }
+    if (inner._state === CANCELLED) outer.cancel();
+    else if (inner._state === FAILED) outer._setExceptionUnchecked(inner.exception());
+    else outer._setResultUnchecked(inner._result as T);
+  };
+  const onOuterDone = (): void => {
+    if (!inner.done()) inner.removeDoneCallback(onInnerDone);
+  };
+  inner.addDoneCallback(onInnerDone);
+  outer.addDoneCallback(onOuterDone);
+  return outer;
+}
+
+// ─────────────────────────────────── wait ───────────────────────────────────
+
+/**
+ * Return when the first future finishes or is cancelled (asyncio.FIRST_COMPLETED).
+ *
+ * @example
+ * ```ts
+ * const [done] = yield* wait(tasks, { returnWhen: FIRST_COMPLETED });
+ * ```
+ */
+export const FIRST_COMPLETED = 'FIRST_COMPLETED';
+/**
+ * Return when the first future fails, else when all are done (asyncio.FIRST_EXCEPTION).
+ *
+ * @example
+ * ```ts
+ * const [done, pending] = yield* wait(tasks, { returnWhen: FIRST_EXCEPTION });
+ * ```
+ */
+export const FIRST_EXCEPTION = 'FIRST_EXCEPTION';
+/**
+ * Return when all futures are done, the default (asyncio.ALL_COMPLETED).
+ *
+ * @example
+ * ```ts
+ * const [done] = yield* wait(tasks, { returnWhen: ALL_COMPLETED });
+ * ```
+ */
+export const ALL_COMPLETED = 'ALL_COMPLETED';
+
+/**
+ * Name one of the three moments `wait` may return at (wait's return_when).
+ *
+ * @example
+ * ```ts
+ * const when: ReturnWhen = FIRST_EXCEPTION;
+ * ```
+ */
+export type ReturnWhen = typeof FIRST_COMPLETED | typeof FIRST_EXCEPTION | typeof ALL_COMPLETED;
+
+/**
+ * Configure `wait`: a timeout in seconds and when to return (wait's keywords).
+ *
+ * @example
+ * ```ts
+ * const [done, pending] = yield* wait(tasks, { timeout: 0.5 });
+ * ```
+ */
+export interface WaitOptions {
+  /** Return after this many seconds at most (never raises on timeout). */
+  timeout?: number | null;
+  /** When to return (default ALL_COMPLETED). */
+  returnWhen?: ReturnWhen;
+}
+
+/**
+ * Wait for futures and tasks until `returnWhen` is met or `timeout` seconds pass, and return
+ * `[done, pending]` (asyncio.wait). Membership is decided by `done()` when it returns. It
+ * never raises for the members' errors, never cancels them, and a timeout simply returns.
+ * Duplicates count once; coroutines are refused (wrap them with `createTask`). Coroutines are
+ * generator objects, so a generator object is refused too: pass an array, a Set or another
+ * iterable.
+ *
+ * @example
+ * ```ts
+ * function* main(): Coroutine<void> {
+ *   const tasks = [createTask(fetchA()), createTask(fetchB())];
+ *   const [done, pending] = yield* wait(tasks, { timeout: 5, returnWhen: FIRST_COMPLETED });
+ *   for (const t of pending) t.cancel();
+ * }
+ * ```
+ */
+export function* wait<F extends Future<unknown>>(
+  fs: Iterable<F>,
+  options?: WaitOptions,
+): Coroutine<[done: Set<F>, pending: Set<F>]> {
+  if (fs instanceof Future || isCoroutine(fs) || !isIterable(fs)) {
+    throw new TypeError(`expect a list of futures, not ${describeType(fs)}`);
+  }
+  const futures = new Set<F>(fs);
+  if (futures.size === 0) throw new RangeError('Set of Tasks/Futures is empty.');
+  const returnWhen = options?.returnWhen === undefined ? ALL_COMPLETED : options.returnWhen;
+  if (returnWhen !== FIRST_COMPLETED && returnWhen !== FIRST_EXCEPTION && returnWhen !== ALL_COMPLETED) {
+    throw new RangeError(`Invalid return_when value: ${String(returnWhen)}`);
+  }
+  for (const item of futures as Set<unknown>) {
+    if (isCoroutine(item)) throw new TypeError('Passing coroutines is forbidden, use tasks explicitly.');
+    if (!(item instanceof Future)) throw new TypeError(`wait() expects Futures or Tasks, got ${describeType(item)}`);
+  }
+  const timeout = options?.timeout ?? null;
+  const loop = getRunningLoop();
+  const waiter = loop.createFuture<void>();
+  const timer = timeout === null ? null : loop.callLater(timeout, setResultUnlessCancelled, waiter, undefined);
+  let counter = futures.size;
+  const onCompletion = (f: Future<unknown>): void => {
+    counter--;
+    if (
+      counter <= 0 ||
+      returnWhen === FIRST_COMPLETED ||
+      (returnWhen === FIRST_EXCEPTION && !f.cancelled() && f.exception() !== null)
+    ) {
+      timer?.cancel();
+      if (!waiter.done()) waiter.setResult(undefined);
+    }
+  };
+  for (const f of futures) f.addDoneCallback(onCompletion);
+  try {
+    yield* waiter;
+  } finally {
+    timer?.cancel();
+    for (const f of futures) f.removeDoneCallback(onCompletion);
+  }
+  const done = new Set<F>();
+  const pending = new Set<F>();
+  for (const f of futures) (f.done() ? done : pending).add(f);
+  return [done, pending];
+}
+
+// ─────────────────────────────────── waitFor ───────────────────────────────────
+
+/**
+ * Await `aw` for at most `timeout` seconds (asyncio.wait_for). On expiry the awaited work is
+ * cancelled, waitFor waits until it has finished, then raises TimeoutError with the
+ * CancelledError as its cause; if the work swallows the cancellation and returns a value,
+ * that value is returned. `null` waits forever. With `timeout <= 0` an already done future
+ * gives its result and anything else is cancelled before it gets to run.
+ *
+ * As in asyncio 3.12+, a coroutine runs inside the calling task, and only waitFor's own
+ * cancellation becomes a TimeoutError (judged by `cancelling()` against its level on entry):
+ * a cancel from outside always propagates, even when it races with completion or expiry.
+ *
+ * @example
+ * ```ts
+ * function* main(): Coroutine<void> {
+ *   try {
+ *     const page = yield* waitFor(download(url), 10);
+ *   } catch (e) {
+ *     if (e instanceof TimeoutError) console.log('gave up after 10 s');
+ *   }
+ * }
+ * ```
+ */
+export function* waitFor<T>(aw: Awaitable<T>, timeout: number | null): Coroutine<T> {
+  if (timeout === null || timeout === undefined) return yield* awaitable(aw);
+  if (typeof timeout !== 'number') throw new TypeError(`timeout must be a number or null, got ${typeName(timeout)}`);
+  const loop = getRunningLoop();
+  if (timeout <= 0) {
+    // Cancelled before its first step, a coroutine never starts (a zero timeout() would let it).
+    const fut = ensureFuture(aw);
+    if (fut.done()) return fut.result();
+    yield* cancelAndWait(fut, loop);
+    try {
+      return fut.result();
+    } catch (error) {
+      if (error instanceof CancelledError) throw new TimeoutError(undefined, { cause: error });
+      throw error;
+    }
+  }
+  const task = currentTask(loop);
+  if (task === null) throw new RuntimeError('Timeout should be used inside a task');
+  const level = task.cancelling();
+  let expired = false;
+  const timer = loop.callLater(timeout, () => {
+    expired = true;
+    task.cancel();
+  });
+  let result: T;
+  try {
+    result = yield* awaitable(aw);
+  } catch (error) {
+    timer.cancel();
+    // uncancel() runs whenever the timer fired; a level above ours means a cancel from outside.
+    if (expired && task.uncancel() <= level && error instanceof CancelledError) {
+      throw new TimeoutError(undefined, { cause: error });
+    }
+    throw error;
+  }
+  timer.cancel();
+  if (expired) task.uncancel();
+  return result;
+}
+
+/** What `yield*` can await in place: a Future or generator as is, anything else as a Future. */
+function awaitable<T>(aw: Awaitable<T>): Future<T> | Coroutine<T> {
+  return aw instanceof Future || _isGenerator(aw) ? (aw as Coroutine<T>) : ensureFuture(aw);
+}
+
+/** Cancel `fut` and wait until it is done, staying cancellable while waiting (asyncio's `_cancel_and_wait`). */
+function* cancelAndWait(fut: Future<unknown>, loop: EventLoop): Coroutine<void> {
+  const waiter = loop.createFuture<void>();
+  const release = (): void => setResultUnlessCancelled(waiter, undefined);
+  fut.addDoneCallback(release);
+  try {
+    fut.cancel();
+    yield* waiter;
+  } finally {
+    fut.removeDoneCallback(release);
+  }
+}
+
+// ─────────────────────────────────── asCompleted ───────────────────────────────────
+
+/**
+ * The iterator behind `asCompleted`: the k-th Future it hands out settles like the k-th input
+ * to complete. An outcome waits in `#ready` until a Future is asked for; Futures handed out
+ * before any outcome wait in `#waiting`. `null` in `#ready` stands for "timed out".
+ */
+class AsCompletedIterator<T> implements IterableIterator<Future<T>> {
+  #loop: EventLoop;
+  #todo: Set<Future<T>>;
+  #ready = new Deque<Future<T> | null>(4);
+  #waiting = new Deque<Future<T>>(4);
+  #left: number;
+  #timer: TimerHandle | null = null;
+
+  constructor(aws: Iterable<Awaitable<T>>, timeout: number | null) {
+    const loop = getEventLoop();
+    const todo = new Set<Future<T>>();
+    for (const aw of new Set(aws)) todo.add(ensureFuture(aw, { loop }));
+    for (const f of todo) f.addDoneCallback(this.#onCompletion);
+    if (todo.size > 0 && timeout !== null) this.#timer = loop.callLater(timeout, this.#onTimeout);
+    this.#loop = loop;
+    this.#todo = todo;
+    this.#left = todo.size;
+  }
+
+  next(): IteratorResult<Future<T>, undefined> {
+    if (this.#left === 0) return { done: true, value: undefined };
+    this.#left--;
+    const future = this.#loop.createFuture<T>();
+    const outcome = this.#ready.shift();
+    if (outcome === undefined) this.#waiting.push(future);
+    else settleLike(future, outcome);
+    return { done: false, value: future };
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+
+  #onCompletion = (f: Future<T>): void => {
+    // After a timeout every outcome is a TimeoutError already.
+    if (this.#todo.size === 0) return;
+    this.#todo.delete(f);
+    this.#deliver(f);
+    if (this.#todo.size === 0) this.#timer?.cancel();
+  };
+
+  #onTimeout = (): void => {
+    for (const f of this.#todo) {
+      f.removeDoneCallback(this.#onCompletion);
+      this.#deliver(null);
+    }
+    this.#todo.clear();
+  };
+
+  #deliver(outcome: Future<T> | null): void {
+    // A handed-out Future its awaiter cancelled takes nothing: the outcome goes to the next one.
+    for (let future = this.#waiting.shift(); future !== undefined; future = this.#waiting.shift()) {
+      if (!future.done()) {
+        settleLike(future, outcome);
+        return;
+      }
+    }
+    this.#ready.push(outcome);
+  }
+}
+
+/** Settle `future` as `source` ended, or with TimeoutError for `null`. */
+function settleLike<T>(future: Future<T>, source: Future<T> | null): void {
+  if (source === null) future._setExceptionUnchecked(new TimeoutError());
+  else if (source._state === CANCELLED) future._cancelFuture(source._makeCancelledError().message);
+  else if (source._state === FAILED) future._setExceptionUnchecked(source.exception());
+  else future._setResultUnchecked(source._result as T);
+}
+
+/**
+ * Iterate Futures that settle with the outcomes of `aws` in the order they complete
+ * (asyncio.as_completed). The k-th Future settles like the k-th input to finish: its result,
+ * its error, or its cancellation. Coroutines become Tasks; duplicates count once. With a
+ * `timeout`, every Future still unsettled when it expires fails with TimeoutError; the inputs
+ * are not cancelled. A single Future or coroutine (any generator object: coroutines are
+ * generators) instead of an iterable is a TypeError.
+ * Iteration is synchronous: await each Future with `yield*`.
+ *
+ * @example
+ * ```ts
+ * function* main(): Coroutine<void> {
+ *   for (const next of asCompleted([fetch('a'), fetch('b')], { timeout: 5 })) {
+ *     console.log(yield* next); // fastest first; TimeoutError after 5 s
+ *   }
+ * }
+ * ```
+ */
+export function asCompleted<T>(
+  aws: Iterable<Awaitable<T>>,
+  options?: { timeout?: number | null },
+): IterableIterator<Future<T>> {
+  if (aws instanceof Future || isCoroutine(aws) || !isIterable(aws)) {
+    throw new TypeError(`expect an iterable of futures, not ${describeType(aws)}`);
+  }
+  return new AsCompletedIterator(aws, options?.timeout ?? null);
 }
