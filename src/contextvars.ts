@@ -188,7 +188,10 @@ export class ContextVar<T> {
     }
     if (token._used) throw new RuntimeError(`${token} has already been used once`);
     if (token.var !== this) throw new RangeError(`${token} was created by a different ContextVar`);
-    if (token._context !== current || token._owner !== current._owner) {
+    // A task's tokens stay valid when its context object is created between their set and reset.
+    const sameContext =
+      token._context === current ? token._owner === current._owner : token._owner !== null && token._owner === current._owner;
+    if (!sameContext) {
       throw new RangeError(`${token} was created in a different Context`);
     }
     token._used = true;

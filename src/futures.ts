@@ -91,7 +91,10 @@ export class Future<T = unknown> implements PromiseLike<T> {
 
   /** Create a pending future on `options.loop`, else the running loop, else the current loop. */
   constructor(options?: LoopOption) {
-    if (options !== undefined && (options === null || typeof options !== 'object')) {
+    if (
+      options !== undefined &&
+      (options === null || typeof options !== 'object' || typeof (options as { callSoon?: unknown }).callSoon === 'function')
+    ) {
       throw new TypeError(`Future() takes an options object, got ${repr(options)}`);
     }
     this._loop = options?.loop ?? getEventLoop();

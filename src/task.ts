@@ -95,6 +95,7 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
     const held = this._context;
     if (held instanceof Context) return held;
     const context = new Context();
+    context._owner = this;
     if (_servesOwner(this)) {
       // Asked from inside the task's own step: the rest of the step runs in the new object.
       context._vars = _currentVars();
