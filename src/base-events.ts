@@ -191,10 +191,19 @@ export class EventLoop {
    * const timer = loop.callLater(0.5, () => console.log('half a second later'));
    * ```
    */
-  callLater<A extends unknown[]>(delay: number, callback: (...args: A) => void, ...args: A): TimerHandle {
+  callLater<A extends unknown[]>(delay: number, callback: (...args: A) => void, ...args: A): TimerHandle;
+  callLater(delay: number, callback: AnyCallback): TimerHandle {
     checkTime(delay, 'delay');
     checkCallback(callback, 'callLater', this.#debug);
-    return this.#schedule(this.time() + delay, callback as AnyCallback, args);
+    const argc = arguments.length - 2;
+    return this.#schedule(
+      this.time() + delay,
+      callback,
+      argc,
+      arguments[2],
+      arguments[3],
+      argc > 2 ? Array.prototype.slice.call(arguments, 2) : null,
+    );
   }
 
   /**
@@ -205,16 +214,24 @@ export class EventLoop {
    * loop.callAt(loop.time() + 2, () => console.log('two seconds later'));
    * ```
    */
-  callAt<A extends unknown[]>(when: number, callback: (...args: A) => void, ...args: A): TimerHandle {
+  callAt<A extends unknown[]>(when: number, callback: (...args: A) => void, ...args: A): TimerHandle;
+  callAt(when: number, callback: AnyCallback): TimerHandle {
     checkTime(when, 'when');
     checkCallback(callback, 'callAt', this.#debug);
-    return this.#schedule(when, callback as AnyCallback, args);
+    const argc = arguments.length - 2;
+    return this.#schedule(
+      when,
+      callback,
+      argc,
+      arguments[2],
+      arguments[3],
+      argc > 2 ? Array.prototype.slice.call(arguments, 2) : null,
+    );
   }
 
-  #schedule(when: number, callback: AnyCallback, args: unknown[]): TimerHandle {
+  #schedule(when: number, callback: AnyCallback, argc: number, a0: unknown, a1: unknown, args: unknown[] | null): TimerHandle {
     if (this.#closed) throw new RuntimeError('Event loop is closed');
-    const argc = args.length;
-    const timer = new TimerHandle(when, this.#timerSeq++, callback, this, argc, args[0], args[1], argc > 2 ? args : null, _currentVars());
+    const timer = new TimerHandle(when, this.#timerSeq++, callback, this, argc, a0, a1, args, _currentVars());
     heapPush(this.#scheduled, timer);
     timer._scheduled = true;
     if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
