@@ -57,5 +57,8 @@ export {
   type ReturnWhen,
   type WaitOptions,
 } from './tasks.js';
+export { Timeout, timeout, timeoutAt } from './timeouts.js';
+export { TaskGroup } from './taskgroups.js';
+export { staggeredRace } from './staggered.js';
 export { Runner, run, type RunOptions } from './runners.js';
 export { logger, type Logger } from './log.js';

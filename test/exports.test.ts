@@ -30,6 +30,8 @@ const EXPECTED_EXPORTS = [
   'RuntimeError',
   'SystemExit',
   'Task',
+  'TaskGroup',
+  'Timeout',
   'TimeoutError',
   'TimerHandle',
   'Token',
@@ -52,6 +54,9 @@ const EXPECTED_EXPORTS = [
   'setEventLoopPolicy',
   'shield',
   'sleep',
+  'staggeredRace',
+  'timeout',
+  'timeoutAt',
   'wait',
   'waitFor',
 ];

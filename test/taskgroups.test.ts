@@ -1,0 +1,804 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  CancelledError,
+  ContextVar,
+  ExceptionGroup,
+  KeyboardInterrupt,
+  RuntimeError,
+  SystemExit,
+  copyContext,
+  currentTask,
+  sleep,
+  type Coroutine,
+  type ExceptionContext,
+  type Future,
+  type Task,
+} from '../src/index.js';
+import { TaskGroup } from '../src/taskgroups.js';
+import { VirtualLoop } from './helpers/virtual-loop.js';
+
+class ZeroDivisionError extends Error {
+  override name = 'ZeroDivisionError';
+}
+
+class MyExc extends Error {
+  override name = 'MyExc';
+}
+
+let loop: VirtualLoop;
+
+beforeEach(() => {
+  loop = new VirtualLoop();
+});
+
+afterEach(() => {
+  loop.close();
+});
+
+function run<T>(coro: Coroutine<T>): Promise<T> {
+  return loop.runUntilComplete(coro);
+}
+
+function self(): Task<unknown> {
+  return currentTask() as Task<unknown>;
+}
+
+/** Run `body` and return what it threw (fails the test when it returns). */
+function* caught(body: () => Coroutine<unknown>): Coroutine<unknown> {
+  try {
+    yield* body();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected the block to raise');
+}
+
+function* returnAfter<T>(delay: number, value: T): Coroutine<T> {
+  yield* sleep(delay);
+  return value;
+}
+
+function* crashAfter(delay: number, error: Error = new ZeroDivisionError('division by zero')): Coroutine<never> {
+  yield* sleep(delay);
+  throw error;
+}
+
+function names(group: unknown): string[] {
+  return (group as ExceptionGroup).exceptions.map((e) => e.name);
+}
+
+describe('TaskGroup waiting', () => {
+  it('waits for every child before the block exits', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const [t1, t2] = yield* new TaskGroup().run(function* (tg) {
+        return [tg.createTask(returnAfter(0.1, 42)), tg.createTask(returnAfter(0.2, 11))];
+      });
+      return [t1?.result(), t2?.result(), loop.time()];
+    }
+    expect(await run(main())).toEqual([42, 11, 0.2]);
+  });
+
+  it('waits for a child created late in the body', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const [t1, t2] = yield* new TaskGroup().run(function* (tg) {
+        const first = tg.createTask(returnAfter(0.1, 42));
+        yield* sleep(0.25);
+        return [first, tg.createTask(returnAfter(0.5, 11))];
+      });
+      return [t1?.result(), t2?.result(), loop.time()];
+    }
+    expect(await run(main())).toEqual([42, 11, 0.75]);
+  });
+
+  it('waits for children that children create in the group', async () => {
+    const log: string[] = [];
+    function* main(): Coroutine<number> {
+      yield* new TaskGroup().run(function* (tg) {
+        function* grandchild(): Coroutine<void> {
+          yield* sleep(0.5);
+          log.push(`grandchild at ${loop.time()}`);
+        }
+        function* child(): Coroutine<void> {
+          yield* sleep(0.25);
+          tg.createTask(grandchild());
+          log.push(`child at ${loop.time()}`);
+        }
+        tg.createTask(child());
+      });
+      return loop.time();
+    }
+    expect(await run(main())).toBe(0.75);
+    expect(log).toEqual(['child at 0.25', 'grandchild at 0.75']);
+  });
+
+  it('is not affected by a child cancelled on its own, and drops finished children', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const reprs: string[] = [];
+      const [t1, t2] = yield* new TaskGroup().run(function* (tg) {
+        const a = tg.createTask(returnAfter(0.1, 42));
+        const b = tg.createTask(returnAfter(0.2, 11));
+        reprs.push(String(tg));
+        yield* sleep(0);
+        a.cancel();
+        yield* sleep(0.15);
+        reprs.push(String(tg));
+        return [a, b];
+      });
+      return [t1?.cancelled(), t2?.result(), reprs, self().cancelling(), loop.time()];
+    }
+    expect(await run(main())).toEqual([
+      true,
+      11,
+      ['<TaskGroup tasks=2 entered>', '<TaskGroup tasks=1 entered>'],
+      0,
+      0.2,
+    ]);
+  });
+
+  it('returns the body result at once when there are no children', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const tg = new TaskGroup();
+      const value = yield* tg.run(function* () {
+        return 'body';
+      });
+      return [value, String(tg), loop.time()];
+    }
+    expect(await run(main())).toEqual(['body', '<TaskGroup entered>', 0]);
+  });
+});
+
+describe('TaskGroup errors', () => {
+  it('cancels the siblings and the body on the first failure and groups the error', async () => {
+    const log: string[] = [];
+    let sibling: Task<unknown> | null = null;
+    function* sleeper(): Coroutine<void> {
+      try {
+        yield* sleep(5);
+      } catch (e) {
+        log.push(`sibling got ${(e as Error).name} at ${loop.time()}`);
+        throw e;
+      }
+    }
+    function* main(): Coroutine<unknown[]> {
+      const crash = new ZeroDivisionError('division by zero');
+      const error = yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(crashAfter(0.1, crash));
+          sibling = tg.createTask(sleeper());
+          try {
+            yield* sleep(10);
+          } catch (e) {
+            log.push(`body got ${(e as Error).name}`);
+            throw e;
+          }
+          log.push('not reached');
+        }),
+      );
+      const group = error as ExceptionGroup;
+      return [
+        group instanceof ExceptionGroup,
+        group.message,
+        group.exceptions.length,
+        group.exceptions[0] === crash,
+        group.errors[0] === crash,
+        group.cause,
+        self().cancelling(),
+        loop.time(),
+      ];
+    }
+    expect(await run(main())).toEqual([true, 'unhandled errors in a TaskGroup', 1, true, true, undefined, 0, 0.1]);
+    expect(log).toEqual(['sibling got CancelledError at 0.1', 'body got CancelledError']);
+    expect((sibling as Task<unknown> | null)?.cancelled()).toBe(true);
+  });
+
+  it('groups every error of children failing together, in the order they failed', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const errors = [new ZeroDivisionError('a'), new ZeroDivisionError('b'), new ZeroDivisionError('c')];
+      const group = yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          for (const e of errors) tg.createTask(crashAfter(0.1, e));
+          tg.createTask(sleep(1));
+          yield* sleep(10);
+        }),
+      );
+      return [(group as ExceptionGroup).exceptions.every((e, i) => e === errors[i]), (group as ExceptionGroup).exceptions.length, loop.time()];
+    }
+    expect(await run(main())).toEqual([true, 3, 0.1]);
+  });
+
+  it('raises the group when a child fails after the body returned', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const group = yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(crashAfter(0.1));
+          tg.createTask(sleep(1));
+          yield* sleep(0);
+        }),
+      );
+      return [names(group), self().cancelling(), loop.time()];
+    }
+    expect(await run(main())).toEqual([['ZeroDivisionError'], 0, 0.1]);
+  });
+
+  it('nests the group of an inner TaskGroup inside the outer group', async () => {
+    const crash = new ZeroDivisionError('inner');
+    function* middle(): Coroutine<void> {
+      yield* new TaskGroup().run(function* (tg) {
+        tg.createTask(crashAfter(0.1, crash));
+        yield* sleep(10);
+      });
+    }
+    function* main(): Coroutine<unknown> {
+      return yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(middle());
+          yield* sleep(10);
+        }),
+      );
+    }
+    const outer = (await run(main())) as ExceptionGroup;
+    expect(outer).toBeInstanceOf(ExceptionGroup);
+    expect(outer.exceptions).toHaveLength(1);
+    const inner = outer.exceptions[0] as ExceptionGroup;
+    expect(inner).toBeInstanceOf(ExceptionGroup);
+    expect(inner.message).toBe('unhandled errors in a TaskGroup');
+    expect(inner.exceptions).toEqual([crash]);
+  });
+
+  it('groups the body error and cancels the children when the body raises', async () => {
+    const log: string[] = [];
+    function* sleeper(name: string): Coroutine<void> {
+      try {
+        yield* sleep(10);
+      } catch (e) {
+        log.push(`${name} ${(e as Error).name} at ${loop.time()}`);
+        throw e;
+      }
+    }
+    function* main(): Coroutine<unknown[]> {
+      const crash = new ZeroDivisionError('body');
+      const group = yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(sleeper('a'));
+          tg.createTask(sleeper('b'));
+          yield* sleep(0.1);
+          throw crash;
+        }),
+      );
+      return [(group as ExceptionGroup).exceptions[0] === crash, names(group), self().cancelling()];
+    }
+    expect(await run(main())).toEqual([true, ['ZeroDivisionError'], 0]);
+    expect(log).toEqual(['a CancelledError at 0.1', 'b CancelledError at 0.1']);
+  });
+
+  it('groups the body error raised before the first wait', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const group = yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(sleep(10));
+          throw new ZeroDivisionError('now');
+        }),
+      );
+      return [names(group), loop.time()];
+    }
+    expect(await run(main())).toEqual([['ZeroDivisionError'], 0]);
+  });
+
+  it('groups a child error and the error of the body cleanup it caused', async () => {
+    function* nested(): Coroutine<void> {
+      try {
+        yield* sleep(10);
+      } finally {
+        throw new MyExc('cleanup');
+      }
+    }
+    function* main(): Coroutine<unknown[]> {
+      const group = yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(crashAfter(0.1));
+          yield* nested();
+        }),
+      );
+      return [names(group), self().cancelling()];
+    }
+    expect(await run(main())).toEqual([['ZeroDivisionError', 'MyExc'], 0]);
+  });
+
+  it('groups an error class of any kind: JavaScript has no BaseExceptionGroup', async () => {
+    class MyBaseExc extends Error {
+      override name = 'MyBaseExc';
+    }
+    function* main(): Coroutine<unknown[]> {
+      const group = yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(crashAfter(0.1));
+          try {
+            yield* sleep(10);
+          } finally {
+            throw new MyBaseExc();
+          }
+        }),
+      );
+      return [group instanceof ExceptionGroup, names(group)];
+    }
+    expect(await run(main())).toEqual([true, ['ZeroDivisionError', 'MyBaseExc']]);
+  });
+
+  it('reports a child that fails after its parent task completed', async () => {
+    const contexts: ExceptionContext[] = [];
+    loop.setExceptionHandler((_loop, context) => contexts.push(context));
+    const crash = new ZeroDivisionError('late');
+    let child: Task<unknown> | null = null;
+    let parent: Task<unknown> | null = null;
+    function* main(): Coroutine<string> {
+      parent = self();
+      // Driving the scope by hand leaves it entered when the parent returns.
+      const scoped = new TaskGroup().run(function* (tg) {
+        child = tg.createTask(crashAfter(0.1, crash));
+        yield* sleep(10);
+      });
+      scoped.next();
+      return 'parent done';
+    }
+    await run(main());
+    await run(sleep(1));
+    expect(contexts).toHaveLength(1);
+    const [context] = contexts;
+    expect(context?.message).toBe(`Task ${child} has errored out but its parent task ${parent} is already completed`);
+    expect(context?.exception).toBe(crash);
+    expect(context?.task).toBe(child);
+  });
+});
+
+describe('TaskGroup and cancellation', () => {
+  it('ends in a plain CancelledError when the parent is cancelled from outside', async () => {
+    const log: string[] = [];
+    let bodyError: unknown = null;
+    function* child(name: string): Coroutine<void> {
+      try {
+        yield* sleep(10);
+      } finally {
+        log.push(`${name} done at ${loop.time()}`);
+      }
+    }
+    function* runner(): Coroutine<void> {
+      try {
+        yield* new TaskGroup().run(function* (tg) {
+          tg.createTask(child('a'));
+          tg.createTask(child('b'));
+          try {
+            yield* sleep(10);
+          } catch (e) {
+            bodyError = e;
+            throw e;
+          }
+        });
+      } catch (e) {
+        log.push(`runner got ${(e as Error).name} ${e === bodyError ? '(same)' : '(other)'}`);
+        throw e;
+      }
+    }
+    function* main(): Coroutine<unknown[]> {
+      const r = loop.createTask(runner());
+      yield* sleep(0.1);
+      r.cancel('stop');
+      const error = yield* caught(() => r[Symbol.iterator]());
+      return [error instanceof CancelledError, (error as Error).message, r.cancelled(), r.cancelling()];
+    }
+    expect(await run(main())).toEqual([true, 'stop', true, 1]);
+    expect(log).toEqual(['a done at 0.1', 'b done at 0.1', 'runner got CancelledError (same)']);
+  });
+
+  it('propagates a cancellation that arrives while waiting for the children', async () => {
+    const log: string[] = [];
+    function* runner(): Coroutine<void> {
+      yield* new TaskGroup().run(function* (tg) {
+        tg.createTask(
+          (function* () {
+            try {
+              yield* sleep(10);
+            } finally {
+              log.push(`child done at ${loop.time()}`);
+            }
+          })(),
+        );
+      });
+      log.push('not reached');
+    }
+    function* main(): Coroutine<unknown[]> {
+      const r = loop.createTask(runner());
+      yield* sleep(0.5);
+      r.cancel();
+      const error = yield* caught(() => r[Symbol.iterator]());
+      return [error instanceof CancelledError, r.cancelled()];
+    }
+    expect(await run(main())).toEqual([true, true]);
+    expect(log).toEqual(['child done at 0.5']);
+  });
+
+  it('raises the children errors from their cleanup when the parent is cancelled', async () => {
+    function* foo(): Coroutine<void> {
+      try {
+        yield* sleep(10);
+      } finally {
+        throw new ZeroDivisionError('division by zero');
+      }
+    }
+    function* runner(): Coroutine<void> {
+      yield* new TaskGroup().run(function* (tg) {
+        for (let i = 0; i < 5; i++) tg.createTask(foo());
+        yield* sleep(10);
+      });
+    }
+    function* main(): Coroutine<unknown[]> {
+      const r = loop.createTask(runner());
+      yield* sleep(0.1);
+      const doneBefore = r.done();
+      r.cancel();
+      const group = yield* caught(() => r[Symbol.iterator]());
+      return [doneBefore, group instanceof ExceptionGroup, names(group), r.cancelled()];
+    }
+    expect(await run(main())).toEqual([false, true, Array(5).fill('ZeroDivisionError'), false]);
+  });
+
+  it('lets a child error win over the cancellation the body was handling', async () => {
+    function* runner(): Coroutine<void> {
+      yield* new TaskGroup().run(function* (tg) {
+        tg.createTask(crashAfter(0.3));
+        try {
+          yield* sleep(10);
+        } catch (e) {
+          yield* sleep(0.5);
+          throw e;
+        }
+      });
+    }
+    function* main(): Coroutine<unknown[]> {
+      const r = loop.createTask(runner());
+      yield* sleep(0.1);
+      r.cancel();
+      const group = yield* caught(() => r[Symbol.iterator]());
+      return [names(group), loop.time()];
+    }
+    expect(await run(main())).toEqual([['ZeroDivisionError'], 0.3]);
+  });
+
+  it('lets a child error win when the group runs in a nested task', async () => {
+    function* inner(): Coroutine<void> {
+      yield* new TaskGroup().run(function* (tg) {
+        tg.createTask(crashAfter(0.3));
+        try {
+          yield* sleep(10);
+        } catch (e) {
+          yield* sleep(0.5);
+          throw e;
+        }
+      });
+    }
+    function* runner(): Coroutine<void> {
+      const t = loop.createTask(inner());
+      yield* t;
+    }
+    function* main(): Coroutine<unknown[]> {
+      const r = loop.createTask(runner());
+      yield* sleep(0.1);
+      r.cancel();
+      const group = yield* caught(() => r[Symbol.iterator]());
+      return [names(group), loop.time()];
+    }
+    expect(await run(main())).toEqual([['ZeroDivisionError'], 0.3]);
+  });
+
+  it('groups the error the body turned its cancellation into, and keeps the outside cancel pending', async () => {
+    const log: string[] = [];
+    function* runner(): Coroutine<void> {
+      try {
+        yield* new TaskGroup().run(function* (tg) {
+          tg.createTask(sleep(10));
+          try {
+            yield* sleep(10);
+          } catch {
+            throw new MyExc('converted');
+          }
+        });
+      } catch (e) {
+        log.push(`${names(e).join()} cancelling=${self().cancelling()}`);
+      }
+      try {
+        yield* sleep(1);
+      } catch (e) {
+        log.push(`then ${(e as Error).name}`);
+        throw e;
+      }
+    }
+    function* main(): Coroutine<unknown[]> {
+      const r = loop.createTask(runner());
+      yield* sleep(0.1);
+      r.cancel();
+      yield* caught(() => r[Symbol.iterator]());
+      return [r.cancelled(), loop.time()];
+    }
+    expect(await run(main())).toEqual([true, 0.1]);
+    expect(log).toEqual(['MyExc cancelling=1', 'then CancelledError']);
+  });
+
+  it('raises the group and keeps an external cancel that raced with a child error', async () => {
+    const log: string[] = [];
+    let started: Future<void> | null = null;
+    function* raiseError(): Coroutine<void> {
+      (started as Future<void> | null)?.setResult(undefined);
+      yield* sleep(0);
+      throw new RuntimeError('child failed');
+    }
+    function* inner(): Coroutine<void> {
+      try {
+        yield* new TaskGroup().run(function* (tg) {
+          tg.createTask(raiseError());
+          yield* sleep(1);
+          log.push('not reached: body');
+        });
+      } catch (e) {
+        log.push(`${names(e).join()} cancelling=${self().cancelling()}`);
+      }
+      log.push(`after cancelling=${self().cancelling()}`);
+      yield* sleep(1);
+      log.push('not reached: after');
+    }
+    function* main(): Coroutine<unknown[]> {
+      started = loop.createFuture<void>();
+      const t = loop.createTask(inner());
+      yield* started;
+      const before = t.cancelling();
+      t.cancel();
+      const after = t.cancelling();
+      const error = yield* caught(() => t[Symbol.iterator]());
+      return [before, after, error instanceof CancelledError, t.cancelled(), loop.time()];
+    }
+    expect(await run(main())).toEqual([0, 1, true, true, 0]);
+    expect(log).toEqual(['RuntimeError cancelling=1', 'after cancelling=1']);
+  });
+
+  it('returns the parent cancelling() to its earlier level after a child failure', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const levels: number[] = [];
+      yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(crashAfter(0.1));
+          try {
+            yield* sleep(10);
+          } finally {
+            levels.push(self().cancelling());
+          }
+        }),
+      );
+      levels.push(self().cancelling());
+      yield* sleep(1);
+      return [levels, loop.time()];
+    }
+    expect(await run(main())).toEqual([[1, 0], 1.1]);
+  });
+});
+
+describe('TaskGroup with KeyboardInterrupt and SystemExit', () => {
+  it('re-raises KeyboardInterrupt from the body cleanup as itself although a child failed', async () => {
+    const interrupt = new KeyboardInterrupt();
+    function* nested(): Coroutine<void> {
+      try {
+        yield* sleep(10);
+      } finally {
+        throw interrupt;
+      }
+    }
+    function* main(): Coroutine<unknown> {
+      return yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(crashAfter(0.1));
+          yield* nested();
+        }),
+      );
+    }
+    expect(await run(main())).toBe(interrupt);
+  });
+
+  it('re-raises SystemExit from the body as itself after waiting for the children', async () => {
+    const exit = new SystemExit(3);
+    const log: string[] = [];
+    function* main(): Coroutine<unknown> {
+      return yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(
+            (function* () {
+              try {
+                yield* sleep(10);
+              } finally {
+                log.push(`child cancelled at ${loop.time()}`);
+              }
+            })(),
+          );
+          yield* sleep(0.5);
+          throw exit;
+        }),
+      );
+    }
+    expect(await run(main())).toBe(exit);
+    expect(log).toEqual(['child cancelled at 0.5']);
+  });
+
+  it('re-raises a child KeyboardInterrupt as itself instead of grouping it', async () => {
+    const interrupt = new KeyboardInterrupt();
+    function* main(): Coroutine<void> {
+      yield* new TaskGroup().run(function* (tg) {
+        tg.createTask(crashAfter(0.1, interrupt));
+        tg.createTask(crashAfter(0.1));
+        yield* sleep(10);
+      });
+    }
+    const task = loop.createTask(main());
+    // The child's KeyboardInterrupt escapes the loop first, as in asyncio.
+    await expect(loop.runUntilComplete(task)).rejects.toBe(interrupt);
+    expect(task.done()).toBe(false);
+    // Run on: the group sees the failed child and raises the interrupt from its parent.
+    await expect(loop.runUntilComplete(task)).rejects.toBe(interrupt);
+    expect(task.exception()).toBe(interrupt);
+  });
+});
+
+describe('TaskGroup.createTask', () => {
+  it('refuses before entering and closes the coroutine', () => {
+    const log: string[] = [];
+    function* started(): Coroutine<void> {
+      try {
+        yield;
+        log.push('resumed');
+      } finally {
+        log.push('closed');
+      }
+    }
+    const tg = new TaskGroup();
+    const coro = started();
+    coro.next();
+    expect(() => tg.createTask(coro)).toThrow(new RuntimeError('TaskGroup <TaskGroup> has not been entered'));
+    expect(log).toEqual(['closed']);
+    const fresh = started();
+    expect(() => tg.createTask(fresh)).toThrow(RuntimeError);
+    expect(fresh.next()).toEqual({ value: undefined, done: true });
+  });
+
+  it('refuses after the group finished', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const tg = new TaskGroup();
+      yield* tg.run(() => sleep(0));
+      const coro = sleep(1);
+      let error: unknown = null;
+      try {
+        tg.createTask(coro);
+      } catch (e) {
+        error = e;
+      }
+      return [error, coro.next().done];
+    }
+    const [error, closed] = await run(main());
+    expect(error).toEqual(new RuntimeError('TaskGroup <TaskGroup entered> is finished'));
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(closed).toBe(true);
+  });
+
+  it('refuses while shutting down after a failure', async () => {
+    let refused: unknown = null;
+    function* main(): Coroutine<unknown> {
+      return yield* caught(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(crashAfter(0.001));
+          tg.createTask(
+            (function* () {
+              try {
+                yield* sleep(1);
+              } catch {
+                try {
+                  tg.createTask(crashAfter(0.001));
+                } catch (e) {
+                  refused = e;
+                }
+              }
+            })(),
+          );
+        }),
+      );
+    }
+    const group = await run(main());
+    expect(names(group)).toEqual(['ZeroDivisionError']);
+    expect(refused).toEqual(new RuntimeError('TaskGroup <TaskGroup tasks=1 errors=1 cancelling> is shutting down'));
+    expect(refused).toBeInstanceOf(RuntimeError);
+  });
+
+  it('names the task and honours the given context', async () => {
+    const color = new ContextVar<string>('color', { default: 'none' });
+    function* readColor(): Coroutine<string> {
+      yield* sleep(0);
+      return color.get();
+    }
+    function* main(): Coroutine<unknown[]> {
+      const context = copyContext();
+      context.run(() => color.set('blue'));
+      const [named, inContext, plain] = yield* new TaskGroup().run(function* (tg) {
+        return [
+          tg.createTask(readColor(), { name: 'yolo' }),
+          tg.createTask(readColor(), { context }),
+          tg.createTask(readColor()),
+        ];
+      });
+      return [named?.getName(), named?.result(), inContext?.result(), plain?.result()];
+    }
+    expect(await run(main())).toEqual(['yolo', 'none', 'blue', 'none']);
+  });
+});
+
+describe('TaskGroup.run', () => {
+  it('refuses a second entry while active and after use', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const tg = new TaskGroup();
+      const whileActive = yield* tg.run(function* (group) {
+        return yield* caught(() => group.run(() => sleep(0)));
+      });
+      const afterUse = yield* caught(() => tg.run(() => sleep(0)));
+      return [whileActive, afterUse];
+    }
+    const [whileActive, afterUse] = await run(main());
+    expect(whileActive).toEqual(new RuntimeError('TaskGroup <TaskGroup entered> has already been entered'));
+    expect(afterUse).toEqual(new RuntimeError('TaskGroup <TaskGroup entered> has already been entered'));
+    expect(afterUse).toBeInstanceOf(RuntimeError);
+  });
+
+  it('needs a parent task, and stays not entered without one', async () => {
+    const tg = new TaskGroup();
+    let error: unknown = null;
+    loop.callSoon(() => {
+      try {
+        tg.run(() => sleep(0)).next();
+      } catch (e) {
+        error = e;
+      }
+      loop.stop();
+    });
+    await loop.runForever();
+    expect(error).toEqual(new RuntimeError('TaskGroup <TaskGroup> cannot determine the parent task'));
+    expect(() => tg.createTask(sleep(0))).toThrow(new RuntimeError('TaskGroup <TaskGroup> has not been entered'));
+    function* main(): Coroutine<number> {
+      return yield* tg.run(() => returnAfter(0.1, 7));
+    }
+    expect(await run(main())).toBe(7);
+  });
+
+  it('rejects a body that is not a function', async () => {
+    function* main(): Coroutine<unknown> {
+      return yield* caught(() => new TaskGroup().run('body' as never));
+    }
+    expect(await run(main())).toEqual(new TypeError("TaskGroup.run() expects a generator function, got 'body'"));
+  });
+
+  it('cancels the children when its coroutine is closed with return()', async () => {
+    const log: string[] = [];
+    function* main(): Coroutine<void> {
+      const tg = new TaskGroup();
+      const scoped = tg.run(function* (group) {
+        group.createTask(
+          (function* () {
+            try {
+              yield* sleep(10);
+            } finally {
+              log.push(`child ended at ${loop.time()}`);
+            }
+          })(),
+        );
+        yield* sleep(10);
+      });
+      scoped.next();
+      yield* sleep(0.5);
+      scoped.return(undefined);
+      log.push(String(tg));
+      yield* sleep(1);
+    }
+    await run(main());
+    expect(log).toEqual(['<TaskGroup tasks=1 cancelling>', 'child ended at 0.5']);
+  });
+});
