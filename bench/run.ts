@@ -5,13 +5,17 @@
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { coreWorkloads } from './core.js';
+import { toolkitWorkloads } from './toolkit.js';
 import { renderTable, type Row } from './harness.js';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
 const only = args.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
 
-const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> = [['core', coreWorkloads]];
+const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> = [
+  ['core', coreWorkloads],
+  ['toolkit', toolkitWorkloads],
+];
 
 const header = `multiloop bench — Node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), medians of several runs`;
 console.log(header);

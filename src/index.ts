@@ -57,6 +57,8 @@ export {
   type ReturnWhen,
   type WaitOptions,
 } from './tasks.js';
+export { Barrier, BoundedSemaphore, Condition, Event, Lock, Semaphore } from './locks.js';
+export { LifoQueue, PriorityQueue, Queue, type PriorityQueueOptions } from './queues.js';
 export { Timeout, timeout, timeoutAt } from './timeouts.js';
 export { TaskGroup } from './taskgroups.js';
 export { staggeredRace } from './staggered.js';
