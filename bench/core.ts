@@ -275,9 +275,7 @@ export async function coreWorkloads(log: (line: string) => void): Promise<Row[]>
   const ours: TimerResult[] = [];
   const node: TimerResult[] = [];
   for (let i = 0; i < 3; i++) {
-    collectGarbage();
     ours.push(await timers(200_000, 0.2));
-    collectGarbage();
     node.push(await nodeTimers(200_000, 0.2));
   }
   const mid = (list: TimerResult[], key: keyof TimerResult): number => percentile(list.map((r) => r[key]), 50);
