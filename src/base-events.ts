@@ -151,8 +151,8 @@ export class EventLoop {
    */
   callSoon<A extends unknown[]>(callback: (...args: A) => void, ...args: A): Handle;
   callSoon(callback: AnyCallback): Handle {
-    checkCallback(callback, 'callSoon', this.#debug);
     if (this.#closed) throw new RuntimeError('Event loop is closed');
+    checkCallback(callback, 'callSoon', this.#debug);
     const argc = arguments.length - 1;
     const handle =
       argc === 0
@@ -177,8 +177,8 @@ export class EventLoop {
    * ```
    */
   callSoonThreadsafe<A extends unknown[]>(callback: (...args: A) => void, ...args: A): Handle {
-    checkCallback(callback, 'callSoonThreadsafe', this.#debug);
     if (this.#closed) throw new RuntimeError('Event loop is closed');
+    checkCallback(callback, 'callSoonThreadsafe', this.#debug);
     const handle = new Handle(callback as AnyCallback, this, args.length, args[0], args[1], args.length > 2 ? args : null, null, _currentVars());
     this.#ready.push(handle);
     if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
@@ -196,6 +196,7 @@ export class EventLoop {
   callLater<A extends unknown[]>(delay: number, callback: (...args: A) => void, ...args: A): TimerHandle;
   callLater(delay: number, callback: AnyCallback): TimerHandle {
     checkTime(delay, 'delay');
+    if (this.#closed) throw new RuntimeError('Event loop is closed');
     checkCallback(callback, 'callLater', this.#debug);
     const argc = arguments.length - 2;
     return this.#schedule(
@@ -219,6 +220,7 @@ export class EventLoop {
   callAt<A extends unknown[]>(when: number, callback: (...args: A) => void, ...args: A): TimerHandle;
   callAt(when: number, callback: AnyCallback): TimerHandle {
     checkTime(when, 'when');
+    if (this.#closed) throw new RuntimeError('Event loop is closed');
     checkCallback(callback, 'callAt', this.#debug);
     const argc = arguments.length - 2;
     return this.#schedule(
@@ -232,7 +234,6 @@ export class EventLoop {
   }
 
   #schedule(when: number, callback: AnyCallback, argc: number, a0: unknown, a1: unknown, args: unknown[] | null): TimerHandle {
-    if (this.#closed) throw new RuntimeError('Event loop is closed');
     const timer = new TimerHandle(when, this.#timerSeq++, callback, this, argc, a0, a1, args, _currentVars());
     heapPush(this.#scheduled, timer);
     timer._scheduled = true;

@@ -1,0 +1,195 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  EventLoop,
+  EventLoopPolicy,
+  RuntimeError,
+  getEventLoop,
+  getEventLoopPolicy,
+  getRunningLoop,
+  newEventLoop,
+  setEventLoop,
+  setEventLoopPolicy,
+  type Coroutine,
+} from '../src/index.js';
+import { VirtualLoop } from './helpers/virtual-loop.js';
+
+const NO_CURRENT_LOOP = "There is no current event loop in thread 'MainThread'.";
+
+const loops: EventLoop[] = [];
+
+function track<L extends EventLoop>(loop: L): L {
+  loops.push(loop);
+  return loop;
+}
+
+afterEach(() => {
+  setEventLoopPolicy(null);
+  for (const loop of loops.splice(0)) if (!loop.isRunning()) loop.close();
+});
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected an error to be thrown');
+}
+
+function expectError(error: unknown, type: new (...args: never[]) => Error, message: string): void {
+  expect(error).toBeInstanceOf(type);
+  expect((error as Error).message).toBe(message);
+}
+
+describe('getEventLoopPolicy', () => {
+  it('returns the same default policy object each time', () => {
+    const policy = getEventLoopPolicy();
+    expect(policy).toBeInstanceOf(EventLoopPolicy);
+    expect(getEventLoopPolicy()).toBe(policy);
+  });
+});
+
+describe('setEventLoopPolicy', () => {
+  it('installs a custom policy that newEventLoop and setEventLoop go through', () => {
+    const log: string[] = [];
+    class MyPolicy extends EventLoopPolicy {
+      override newEventLoop(): EventLoop {
+        log.push('new');
+        const loop = super.newEventLoop();
+        loop.setDebug(true);
+        return loop;
+      }
+      override setEventLoop(loop: EventLoop | null): void {
+        log.push(loop === null ? 'set null' : 'set loop');
+        super.setEventLoop(loop);
+      }
+    }
+    const policy = new MyPolicy();
+    setEventLoopPolicy(policy);
+    expect(getEventLoopPolicy()).toBe(policy);
+    const loop = track(newEventLoop());
+    expect(loop.getDebug()).toBe(true);
+    setEventLoop(loop);
+    expect(getEventLoop()).toBe(loop);
+    setEventLoop(null);
+    expect(log).toEqual(['new', 'set loop', 'set null']);
+  });
+
+  it('rejects an object that is not a policy with TypeError and keeps the current policy', () => {
+    const policy = getEventLoopPolicy();
+    expectError(
+      thrown(() => setEventLoopPolicy({} as never)),
+      TypeError,
+      "policy must be an instance of EventLoopPolicy or null, not 'Object'",
+    );
+    expectError(
+      thrown(() => setEventLoopPolicy(1 as never)),
+      TypeError,
+      "policy must be an instance of EventLoopPolicy or null, not 'number'",
+    );
+    expect(getEventLoopPolicy()).toBe(policy);
+  });
+
+  it('restores a fresh default policy, without the old current loop, when given null', () => {
+    const old = getEventLoopPolicy();
+    const loop = track(newEventLoop());
+    setEventLoop(loop);
+    setEventLoopPolicy(null);
+    const fresh = getEventLoopPolicy();
+    expect(fresh).toBeInstanceOf(EventLoopPolicy);
+    expect(fresh).not.toBe(old);
+    expect(getEventLoopPolicy()).toBe(fresh);
+    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+    expect(old.getEventLoop()).toBe(loop);
+  });
+});
+
+describe('newEventLoop', () => {
+  it('returns a new loop each time, open and not running', () => {
+    const first = track(newEventLoop());
+    const second = track(newEventLoop());
+    expect(first).toBeInstanceOf(EventLoop);
+    expect(second).not.toBe(first);
+    expect(first.isClosed()).toBe(false);
+    expect(first.isRunning()).toBe(false);
+    expect(first.getDebug()).toBe(false);
+  });
+
+  it('does not make the new loop the current one', () => {
+    track(newEventLoop());
+    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+  });
+});
+
+describe('getEventLoop and setEventLoop', () => {
+  it("throws RuntimeError naming the thread when no loop was set", () => {
+    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+    expectError(thrown(() => getEventLoopPolicy().getEventLoop()), RuntimeError, NO_CURRENT_LOOP);
+  });
+
+  it('returns the loop that was set, until null clears it', () => {
+    const loop = track(newEventLoop());
+    setEventLoop(loop);
+    expect(getEventLoop()).toBe(loop);
+    expect(getEventLoopPolicy().getEventLoop()).toBe(loop);
+    setEventLoop(null);
+    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+  });
+
+  it('rejects what is not a loop with TypeError, through the function and the policy', () => {
+    expectError(thrown(() => setEventLoop({} as never)), TypeError, "loop must be an instance of EventLoop or null, not 'Object'");
+    expectError(
+      thrown(() => getEventLoopPolicy().setEventLoop('loop' as never)),
+      TypeError,
+      "loop must be an instance of EventLoop or null, not 'string'",
+    );
+    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+  });
+
+  it('accepts a loop subclass', () => {
+    const loop = track(new VirtualLoop());
+    setEventLoop(loop);
+    expect(getEventLoop()).toBe(loop);
+  });
+
+  it('keeps a separate current loop per policy object', () => {
+    const a = new EventLoopPolicy();
+    const b = new EventLoopPolicy();
+    const loop = track(newEventLoop());
+    a.setEventLoop(loop);
+    expect(a.getEventLoop()).toBe(loop);
+    expectError(thrown(() => b.getEventLoop()), RuntimeError, NO_CURRENT_LOOP);
+  });
+
+  it('prefers the running loop to the current one', async () => {
+    const current = track(newEventLoop());
+    const running = track(new VirtualLoop());
+    setEventLoop(current);
+    let seen: EventLoop | null = null;
+    running.callSoon(() => {
+      seen = getEventLoop();
+      running.stop();
+    });
+    await running.runForever();
+    expect(seen).toBe(running);
+    expect(getEventLoop()).toBe(current);
+  });
+});
+
+describe('getRunningLoop', () => {
+  it("throws RuntimeError('no running event loop') outside a running loop", () => {
+    const loop = track(newEventLoop());
+    setEventLoop(loop);
+    expectError(thrown(getRunningLoop), RuntimeError, 'no running event loop');
+  });
+
+  it('returns the loop that runs the current task or callback', async () => {
+    const loop = track(new VirtualLoop());
+    function* main(): Coroutine<EventLoop> {
+      yield;
+      return getRunningLoop();
+    }
+    await expect(loop.runUntilComplete(main())).resolves.toBe(loop);
+    expectError(thrown(getRunningLoop), RuntimeError, 'no running event loop');
+  });
+});

@@ -1,0 +1,505 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  CancelledError,
+  ContextVar,
+  EventLoop,
+  EventLoopPolicy,
+  Runner,
+  RuntimeError,
+  Task,
+  copyContext,
+  createTask,
+  currentTask,
+  getEventLoop,
+  getEventLoopPolicy,
+  getRunningLoop,
+  run,
+  setEventLoopPolicy,
+  sleep,
+  type Context,
+  type Coroutine,
+  type ExceptionContext,
+} from '../src/index.js';
+import { VirtualLoop } from './helpers/virtual-loop.js';
+
+const NO_CURRENT_LOOP = "There is no current event loop in thread 'MainThread'.";
+
+const loops: EventLoop[] = [];
+
+function track<L extends EventLoop>(loop: L): L {
+  loops.push(loop);
+  return loop;
+}
+
+/** A loop factory on the virtual clock that records the loops it made. */
+function virtualFactory(): (() => VirtualLoop) & { made: VirtualLoop[]; calls: unknown[][] } {
+  const made: VirtualLoop[] = [];
+  const calls: unknown[][] = [];
+  const factory = (...args: unknown[]): VirtualLoop => {
+    calls.push(args);
+    const loop = track(new VirtualLoop());
+    made.push(loop);
+    return loop;
+  };
+  return Object.assign(factory, { made, calls });
+}
+
+afterEach(() => {
+  setEventLoopPolicy(null);
+  for (const loop of loops.splice(0)) if (!loop.isRunning()) loop.close();
+});
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected an error to be thrown');
+}
+
+/** Settle `promise` into its rejection reason (undefined when it resolved), handled at once. */
+function outcome(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+}
+
+function expectError(error: unknown, type: new (...args: never[]) => Error, message: string): void {
+  expect(error).toBeInstanceOf(type);
+  expect((error as Error).message).toBe(message);
+}
+
+describe('run', () => {
+  it("resolves with the main coroutine's result", async () => {
+    function* main(): Coroutine<number> {
+      yield* sleep(0);
+      return 42;
+    }
+    await expect(run(main())).resolves.toBe(42);
+  });
+
+  it("rejects with the main coroutine's own error and still closes the loop", async () => {
+    const factory = virtualFactory();
+    const error = new RangeError('spam');
+    function* main(): Coroutine<void> {
+      yield* sleep(1);
+      throw error;
+    }
+    expect(await outcome(run(main(), { loopFactory: factory }))).toBe(error);
+    expect(factory.made[0]?.isClosed()).toBe(true);
+  });
+
+  it('rejects what is not a coroutine with RangeError, creating no loop', async () => {
+    const factory = virtualFactory();
+    expectError(await outcome(run(1 as never, { loopFactory: factory })), RangeError, 'a coroutine was expected, got 1');
+    function* main(): Coroutine<void> {}
+    const error = await outcome(run(main as never, { loopFactory: factory }));
+    expect(error).toBeInstanceOf(RangeError);
+    expect((error as Error).message).toMatch(/^a coroutine was expected, got /);
+    expect(factory.calls).toEqual([]);
+  });
+
+  it('sets the debug mode of the loop; without the option it stays off', async () => {
+    function* debugFlag(): Coroutine<boolean> {
+      yield;
+      return getRunningLoop().getDebug();
+    }
+    await expect(run(debugFlag(), { debug: true })).resolves.toBe(true);
+    await expect(run(debugFlag(), { debug: false })).resolves.toBe(false);
+    await expect(run(debugFlag())).resolves.toBe(false);
+  });
+
+  it('refuses to run inside a running loop, leaving the coroutine unrun', async () => {
+    const loop = track(new VirtualLoop());
+    let innerRan = false;
+    function* inner(): Coroutine<void> {
+      innerRan = true;
+    }
+    let rejected: Promise<unknown> | null = null;
+    function* main(): Coroutine<void> {
+      rejected = outcome(run(inner()));
+      yield;
+    }
+    await loop.runUntilComplete(main());
+    expectError(await rejected, RuntimeError, 'asyncio.run() cannot be called from a running event loop');
+    expect(innerRan).toBe(false);
+  });
+
+  it('calls loopFactory once with no arguments and runs main on its loop, without making it current', async () => {
+    const factory = virtualFactory();
+    let running: EventLoop | null = null;
+    let currentError: unknown;
+    function* main(): Coroutine<string> {
+      running = getRunningLoop();
+      currentError = thrown(() => getEventLoopPolicy().getEventLoop());
+      yield* sleep(3600);
+      return 'slept';
+    }
+    await expect(run(main(), { loopFactory: factory })).resolves.toBe('slept');
+    expect(factory.calls).toEqual([[]]);
+    expect(running).toBe(factory.made[0]);
+    expect(factory.made[0]?.time()).toBe(3600);
+    expect(factory.made[0]?.isClosed()).toBe(true);
+    expectError(currentError, RuntimeError, NO_CURRENT_LOOP);
+  });
+
+  it('makes its own loop the current one during the run, and clears it afterwards', async () => {
+    const seen: Array<[current: EventLoop, running: EventLoop]> = [];
+    function* main(): Coroutine<void> {
+      yield;
+      seen.push([getEventLoopPolicy().getEventLoop(), getRunningLoop()]);
+    }
+    await run(main());
+    expect(seen).toHaveLength(1);
+    const [current, running] = seen[0] as [EventLoop, EventLoop];
+    expect(current).toBe(running);
+    expect(current.isClosed()).toBe(true);
+    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+  });
+
+  it('cancels leftover tasks after main returns and waits for their cleanup', async () => {
+    const log: string[] = [];
+    const leftovers: Array<Task<void>> = [];
+    function* leftover(): Coroutine<void> {
+      try {
+        yield* sleep(3600);
+        log.push('leftover woke');
+      } finally {
+        log.push('leftover finally');
+      }
+    }
+    function* main(): Coroutine<string> {
+      leftovers.push(createTask(leftover()));
+      yield;
+      log.push('main returns');
+      return 'main';
+    }
+    await expect(run(main())).resolves.toBe('main');
+    expect(log).toEqual(['main returns', 'leftover finally']);
+    expect(leftovers.map((task) => task.cancelled())).toEqual([true]);
+  });
+
+  it('reports a leftover that fails while being cancelled with exactly message, exception and task', async () => {
+    const contexts: ExceptionContext[] = [];
+    const boom = new Error('boom while cancelled');
+    const tasks: Array<Task<unknown>> = [];
+    function* raises(): Coroutine<void> {
+      try {
+        yield* sleep(3600);
+      } catch {
+        throw boom;
+      }
+    }
+    function* swallows(): Coroutine<string> {
+      try {
+        yield* sleep(3600);
+      } catch {
+        return 'swallowed';
+      }
+      return 'slept';
+    }
+    function* complies(): Coroutine<void> {
+      yield* sleep(3600);
+    }
+    function* main(): Coroutine<void> {
+      getRunningLoop().setExceptionHandler((_, context) => contexts.push(context));
+      tasks.push(createTask(complies()), createTask(raises()), createTask(swallows()));
+      yield;
+    }
+    await run(main());
+    expect(contexts).toHaveLength(1);
+    const context = contexts[0] as ExceptionContext;
+    expect(Object.keys(context).sort()).toEqual(['exception', 'message', 'task']);
+    expect(context.message).toBe('unhandled exception during asyncio.run() shutdown');
+    expect(context.exception).toBe(boom);
+    expect(context.task).toBe(tasks[1]);
+    expect(tasks.map((task) => task.done())).toEqual([true, true, true]);
+    expect(tasks[0]?.cancelled()).toBe(true);
+    expect(tasks[2]?.result()).toBe('swallowed');
+  });
+
+  it('tears down in order: leftovers, async generators, default executor, current loop, close', async () => {
+    const log: string[] = [];
+    class RecordingLoop extends VirtualLoop {
+      override shutdownAsyncgens(): ReturnType<EventLoop['shutdownAsyncgens']> {
+        log.push('shutdownAsyncgens');
+        return super.shutdownAsyncgens();
+      }
+      override shutdownDefaultExecutor(timeout: number | null = null): ReturnType<EventLoop['shutdownDefaultExecutor']> {
+        log.push(`shutdownDefaultExecutor(${timeout})`);
+        return super.shutdownDefaultExecutor(timeout);
+      }
+      override close(): void {
+        log.push(`close running=${this.isRunning()}`);
+        super.close();
+      }
+    }
+    class RecordingPolicy extends EventLoopPolicy {
+      override newEventLoop(): EventLoop {
+        log.push('newEventLoop');
+        return track(new RecordingLoop());
+      }
+      override setEventLoop(loop: EventLoop | null): void {
+        log.push(loop === null ? 'setEventLoop(null)' : 'setEventLoop(loop)');
+        super.setEventLoop(loop);
+      }
+    }
+    setEventLoopPolicy(new RecordingPolicy());
+    function* leftover(): Coroutine<void> {
+      try {
+        yield* sleep(3600);
+      } finally {
+        log.push('leftover finally');
+      }
+    }
+    function* main(): Coroutine<string> {
+      createTask(leftover());
+      yield;
+      log.push('main returns');
+      return 'done';
+    }
+    await expect(run(main())).resolves.toBe('done');
+    expect(log).toEqual([
+      'newEventLoop',
+      'setEventLoop(loop)',
+      'main returns',
+      'leftover finally',
+      'shutdownAsyncgens',
+      'shutdownDefaultExecutor(300)',
+      'setEventLoop(null)',
+      'close running=false',
+    ]);
+  });
+
+  it('rejects with CancelledError when the main task is cancelled by the program', async () => {
+    function* main(): Coroutine<void> {
+      currentTask()?.cancel('from the program');
+      yield;
+    }
+    const error = await outcome(run(main()));
+    expectError(error, CancelledError, 'from the program');
+  });
+
+  it('listens for SIGINT only while it runs', async () => {
+    const before = process.listenerCount('SIGINT');
+    let during = -1;
+    function* main(): Coroutine<void> {
+      during = process.listenerCount('SIGINT');
+      yield;
+    }
+    await run(main());
+    expect(before).toBe(0);
+    expect(during).toBe(1);
+    expect(process.listenerCount('SIGINT')).toBe(0);
+  });
+});
+
+describe('Runner', () => {
+  it('runs several coroutines on one loop, created lazily by loopFactory', async () => {
+    const factory = virtualFactory();
+    const runner = new Runner({ loopFactory: factory });
+    expect(factory.calls).toEqual([]);
+    const loop = runner.getLoop();
+    expect(factory.calls).toEqual([[]]);
+    function* runningLoop(): Coroutine<EventLoop> {
+      yield;
+      return getRunningLoop();
+    }
+    await expect(runner.run(runningLoop())).resolves.toBe(loop);
+    await expect(runner.run(runningLoop())).resolves.toBe(loop);
+    expect(runner.getLoop()).toBe(loop);
+    expect(factory.calls).toHaveLength(1);
+    expect(loop.isClosed()).toBe(false);
+    await runner.close();
+    expect(loop.isClosed()).toBe(true);
+  });
+
+  it('lets tasks left by one run go on during the next', async () => {
+    const runner = new Runner({ loopFactory: virtualFactory() });
+    const background: Array<Task<string>> = [];
+    function* first(): Coroutine<void> {
+      background.push(createTask(sleep(10, 'background done')));
+      yield;
+    }
+    function* second(): Coroutine<string> {
+      return yield* background[0] as Task<string>;
+    }
+    await runner.run(first());
+    expect(background.map((task) => task.done())).toEqual([false]);
+    await expect(runner.run(second())).resolves.toBe('background done');
+    await runner.close();
+  });
+
+  it('keeps one context across run() calls; an explicit context leaves it untouched', async () => {
+    const cvar = new ContextVar<number>('cvar', { default: -1 });
+    function* f(value: number): Coroutine<number> {
+      const old = cvar.get();
+      yield* sleep(0);
+      cvar.set(value);
+      return old;
+    }
+    function* getContext(): Coroutine<Context> {
+      yield;
+      return copyContext();
+    }
+    const runner = new Runner();
+    try {
+      await expect(runner.run(f(1))).resolves.toBe(-1);
+      await expect(runner.run(f(2))).resolves.toBe(1);
+      const context = await runner.run(getContext());
+      expect(context.get(cvar)).toBe(2);
+      const explicit = copyContext();
+      await expect(runner.run(f(3), { context: explicit })).resolves.toBe(-1);
+      expect(explicit.get(cvar)).toBe(3);
+      await expect(runner.run(f(4))).resolves.toBe(2);
+      expect(cvar.get()).toBe(-1);
+    } finally {
+      await runner.close();
+    }
+  });
+
+  it('rejects what is not a coroutine, a Future included, with RangeError', async () => {
+    const runner = new Runner({ loopFactory: virtualFactory() });
+    expectError(await outcome(runner.run(123 as never)), RangeError, 'a coroutine was expected, got 123');
+    const error = await outcome(runner.run(runner.getLoop().createFuture() as never));
+    expect(error).toBeInstanceOf(RangeError);
+    expect((error as Error).message).toMatch(/^a coroutine was expected, got /);
+    await runner.close();
+  });
+
+  it('refuses run() from inside its own running loop and closes the coroutine unrun', async () => {
+    const runner = new Runner({ loopFactory: virtualFactory() });
+    let innerRan = false;
+    function* inner(): Coroutine<void> {
+      innerRan = true;
+    }
+    const innerCoro = inner();
+    let rejected: Promise<unknown> | null = null;
+    function* main(): Coroutine<string> {
+      rejected = outcome(runner.run(innerCoro));
+      yield;
+      return 'outer done';
+    }
+    await expect(runner.run(main())).resolves.toBe('outer done');
+    expectError(await rejected, RuntimeError, 'Runner.run() cannot be called from a running event loop');
+    expect(innerRan).toBe(false);
+    expect(innerCoro.next()).toEqual({ done: true, value: undefined });
+    await runner.close();
+  });
+
+  it("throws RuntimeError('Runner is closed') after close(), which may be called again", async () => {
+    const runner = new Runner({ loopFactory: virtualFactory() });
+    function* main(): Coroutine<number> {
+      yield;
+      return 1;
+    }
+    await expect(runner.run(main())).resolves.toBe(1);
+    await runner.close();
+    await runner.close();
+    expectError(await outcome(runner.run(main())), RuntimeError, 'Runner is closed');
+    expectError(thrown(() => runner.getLoop()), RuntimeError, 'Runner is closed');
+  });
+
+  it('does nothing on close() before first use', async () => {
+    const factory = virtualFactory();
+    const runner = new Runner({ loopFactory: factory });
+    await runner.close();
+    expect(factory.calls).toEqual([]);
+  });
+
+  it('applies the debug option to its loop', () => {
+    const runner = new Runner({ debug: true, loopFactory: virtualFactory() });
+    expect(runner.getLoop().getDebug()).toBe(true);
+    return runner.close();
+  });
+});
+
+describe('run and SIGINT', () => {
+  interface Exit {
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stdout: string;
+    stderr: string;
+  }
+
+  interface Started {
+    child: ChildProcess;
+    exited: Promise<Exit>;
+    /** Resolves once the child printed `text`; rejects if it exits first. */
+    printed(text: string): Promise<void>;
+  }
+
+  function start(mode: string): Started {
+    const script = fileURLToPath(new URL('./fixtures/runners-sigint.mjs', import.meta.url));
+    const child = spawn(process.execPath, [script, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const waiting: Array<{ text: string; resolve: () => void }> = [];
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      for (const waiter of waiting.filter((w) => stdout.includes(w.text))) {
+        waiting.splice(waiting.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    // A child that never ends would hang the suite: end it so the test fails clearly.
+    const guard = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    const exited = new Promise<Exit>((resolve) => {
+      child.on('close', (code, signal) => {
+        clearTimeout(guard);
+        resolve({ code, signal, stdout, stderr });
+      });
+    });
+    const printed = (text: string): Promise<void> =>
+      stdout.includes(text)
+        ? Promise.resolve()
+        : new Promise<void>((resolve, reject) => {
+            waiting.push({ text, resolve });
+            void exited.then((exit) => reject(new Error(`child exited before printing ${JSON.stringify(text)}: ${JSON.stringify(exit)}`)));
+          });
+    return { child, exited, printed };
+  }
+
+  it('cancels the main task on the first SIGINT, and run() rejects with KeyboardInterrupt', async () => {
+    const child = start('cancel');
+    await child.printed('ready\n');
+    child.child.kill('SIGINT');
+    await expect(child.exited).resolves.toEqual({
+      code: 0,
+      signal: null,
+      stdout: 'ready\nrejected KeyboardInterrupt awaited-cancelled=true\n',
+      stderr: '',
+    });
+  });
+
+  it('rejects with CancelledError when the program also cancelled the main task', async () => {
+    const child = start('user-cancel');
+    await child.printed('ready\n');
+    child.child.kill('SIGINT');
+    await expect(child.exited).resolves.toEqual({
+      code: 0,
+      signal: null,
+      stdout: 'ready\nrejected CancelledError awaited-cancelled=true\n',
+      stderr: '',
+    });
+  });
+
+  it('ends the process with exit code 130 on a second SIGINT when the task swallowed the first', async () => {
+    const child = start('second');
+    await child.printed('ready\n');
+    child.child.kill('SIGINT');
+    await child.printed('caught CancelledError\n');
+    child.child.kill('SIGINT');
+    await expect(child.exited).resolves.toEqual({
+      code: 130,
+      signal: null,
+      stdout: 'ready\ncaught CancelledError\n',
+      stderr: '',
+    });
+  });
+});
