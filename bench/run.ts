@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { coreWorkloads } from './core.js';
+import { threadWorkloads } from './threads.js';
 import { toolkitWorkloads } from './toolkit.js';
 import { renderTable, type Row } from './harness.js';
 
@@ -15,6 +16,7 @@ const only = args.find((arg) => arg.startsWith('--only='))?.slice('--only='.leng
 const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> = [
   ['core', coreWorkloads],
   ['toolkit', toolkitWorkloads],
+  ['threads', threadWorkloads],
 ];
 
 const header = `multiloop bench — Node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), medians of several runs`;

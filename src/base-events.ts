@@ -68,6 +68,16 @@ export interface TaskOptions {
 /** A task factory (asyncio: `factory(loop, coro, context=...)`); the name is applied afterwards with `setName`. */
 export type TaskFactory = (loop: EventLoop, coro: Coroutine<unknown>, options?: { context?: Context }) => Task<unknown>;
 
+/** @internal Something that receives batches of operations from another thread. */
+export interface InboxReceiver {
+  _dispatch(batch: unknown[]): void;
+}
+
+/** @internal Something with operations queued for another thread. */
+export interface Flushable {
+  _flush(): void;
+}
+
 /** What the loop needs of its default executor at shutdown (the full interface comes with executors). */
 export interface ShutdownTarget {
   shutdown(wait?: boolean): Promise<void>;
@@ -130,6 +140,11 @@ export class EventLoop {
   #timerDue = 0;
   #settle: ((error: unknown) => void) | null = null;
   #exceptionHandler: ExceptionHandler | null = null;
+  /** Batches that arrived from other threads, dispatched at the start of an iteration. */
+  #inbox: Array<{ receiver: InboxReceiver; batch: unknown[] }> = [];
+  /** Outbound links to flush once the current iteration's callbacks have run. */
+  #flushes: Flushable[] = [];
+  #closeHooks: Array<() => void> = [];
   #taskFactory: TaskFactory | null = null;
   #defaultExecutor: ShutdownTarget | null = null;
   #executorShutdownCalled = false;
@@ -444,6 +459,8 @@ export class EventLoop {
     if (this.#running) throw new RuntimeError('Cannot close a running event loop');
     if (this.#closed) return;
     this.#closed = true;
+    this.#inbox.length = 0;
+    for (const hook of this.#closeHooks.splice(0)) hook();
     this.#ready.clear();
     this.#scheduled.length = 0;
     this.#timerCancelledCount = 0;
@@ -621,6 +638,7 @@ export class EventLoop {
    * @internal
    */
   _runOnce(): void {
+    if (this.#inbox.length > 0) this.#drainInbox();
     const scheduled = this.#scheduled;
     if (
       scheduled.length > MIN_SCHEDULED_TIMER_HANDLES &&
@@ -657,6 +675,46 @@ export class EventLoop {
     } else {
       while (count-- > 0) (ready.shift() as Runnable)._run();
     }
+    if (this.#flushes.length > 0) this.#flushOutbound();
+  }
+
+  #drainInbox(): void {
+    const inbox = this.#inbox;
+    this.#inbox = [];
+    for (const { receiver, batch } of inbox) receiver._dispatch(batch);
+  }
+
+  #flushOutbound(): void {
+    const flushes = this.#flushes;
+    this.#flushes = [];
+    for (const link of flushes) link._flush();
+  }
+
+  /**
+   * @internal Take a batch that arrived from another thread (the self-pipe's payload). A running
+   * loop dispatches it in its next iteration, woken at once; a stopped loop keeps it for its
+   * next run; a closed loop drops it.
+   */
+  _deliver(receiver: InboxReceiver, batch: unknown[]): void {
+    if (this.#closed) return;
+    this.#inbox.push({ receiver, batch });
+    if (this.#running && !this.#inDrive && !this.#wakePending) this.#drive();
+  }
+
+  /** @internal Whether callbacks of this loop are running now (flushes can wait for the iteration's end). */
+  _inDrive(): boolean {
+    return this.#inDrive;
+  }
+
+  /** @internal Flush `link` once the current iteration's callbacks have run. */
+  _flushAfterIteration(link: Flushable): void {
+    this.#flushes.push(link);
+  }
+
+  /** @internal Call `hook` when the loop is closed (links close their ports). */
+  _addCloseHook(hook: () => void): void {
+    if (this.#closed) hook();
+    else this.#closeHooks.push(hook);
   }
 
   /**
@@ -740,8 +798,10 @@ export class EventLoop {
   #sleep(seconds: number): void {
     const due = performance.now() + seconds * 1000;
     if (this.#timer !== null) {
-      // Keep an armed timer that already fires at the right time (within a millisecond).
+      // Keep an armed timer that fires at the right time (within a millisecond), or one armed
+      // for idling when the loop idles again: a wake-up drives the loop anyway.
       if (Math.abs(this.#timerDue - due) < 1) return;
+      if (seconds >= MAXIMUM_SELECT_TIMEOUT && this.#timerDue - performance.now() >= 1000) return;
       clearTimeout(this.#timer);
     }
     this.#timerDue = due;
@@ -761,6 +821,7 @@ export class EventLoop {
   }
 
   #finish(error: unknown): void {
+    if (this.#flushes.length > 0) this.#flushOutbound();
     this.#stopping = false;
     this.#running = false;
     if (_getRunningLoop() === this) _setRunningLoop(null);

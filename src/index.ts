@@ -63,4 +63,15 @@ export { Timeout, timeout, timeoutAt } from './timeouts.js';
 export { TaskGroup } from './taskgroups.js';
 export { staggeredRace } from './staggered.js';
 export { Runner, run, type RunOptions } from './runners.js';
+export { ConcurrentFuture, runCoroutineThreadsafe, wrapFuture } from './concurrent.js';
+export { move } from './transfer.js';
+export { workerFn, type WorkerFn } from './worker-fn.js';
+export {
+  LoopThread,
+  parentLoop,
+  type LoopRef,
+  type LoopThreadOptions,
+  type RemoteProxy,
+  type RemoteResult,
+} from './loop-thread.js';
 export { logger, type Logger } from './log.js';

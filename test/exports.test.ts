@@ -11,6 +11,7 @@ const EXPECTED_EXPORTS = [
   'BoundedSemaphore',
   'BrokenBarrierError',
   'CancelledError',
+  'ConcurrentFuture',
   'Condition',
   'Context',
   'ContextVar',
@@ -29,6 +30,7 @@ const EXPECTED_EXPORTS = [
   'LimitOverrunError',
   'Lock',
   'LookupError',
+  'LoopThread',
   'PriorityQueue',
   'Queue',
   'QueueEmpty',
@@ -57,8 +59,11 @@ const EXPECTED_EXPORTS = [
   'isCoroutine',
   'isFuture',
   'logger',
+  'move',
   'newEventLoop',
+  'parentLoop',
   'run',
+  'runCoroutineThreadsafe',
   'setEventLoop',
   'setEventLoopPolicy',
   'shield',
@@ -68,6 +73,8 @@ const EXPECTED_EXPORTS = [
   'timeoutAt',
   'wait',
   'waitFor',
+  'workerFn',
+  'wrapFuture',
 ];
 
 describe('src/index.ts', () => {

@@ -1,0 +1,121 @@
+/**
+ * Workloads across threads: a ping-pong between loops in two threads (round-trip p50/p99) and a
+ * one-way callSoonThreadsafe burst, each beside a raw MessagePort doing the same in the same run.
+ */
+import { Worker } from 'node:worker_threads';
+import { LoopThread, ensureFuture, run, type Coroutine } from '../src/index.js';
+import { median, now, percentile, perSecond, type Row } from './harness.js';
+
+const ECHO = new URL('./fixtures/echo-service.js', import.meta.url);
+const RAW = new URL('./fixtures/raw-echo.js', import.meta.url);
+const ROUNDS = 5;
+
+interface PingPong {
+  p50: number;
+  p99: number;
+}
+
+function* loopPingPong(thread: LoopThread, count: number): Coroutine<PingPong> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = now();
+    yield* thread.call<number>('echo', i);
+    samples.push((now() - started) * 1000);
+  }
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+function* loopBurst(thread: LoopThread, count: number): Coroutine<number> {
+  const started = now();
+  for (let i = 0; i < count; i++) thread.callSoonThreadsafe('inc');
+  const seen = yield* thread.call<number>('take');
+  const took = now() - started;
+  if (seen !== count) throw new Error(`burst delivered ${seen} of ${count}`);
+  return perSecond(count, took);
+}
+
+function rawPingPong(worker: Worker, count: number): Promise<PingPong> {
+  return new Promise((resolve) => {
+    const samples: number[] = [];
+    let i = 0;
+    let started = now();
+    const onMessage = (): void => {
+      samples.push((now() - started) * 1000);
+      if (++i === count) {
+        worker.off('message', onMessage);
+        resolve({ p50: percentile(samples, 50), p99: percentile(samples, 99) });
+        return;
+      }
+      started = now();
+      worker.postMessage(i);
+    };
+    worker.on('message', onMessage);
+    worker.postMessage(i);
+  });
+}
+
+function rawBurst(worker: Worker, count: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = now();
+    worker.once('message', (seen: number) => {
+      if (seen !== count) reject(new Error(`raw burst delivered ${seen} of ${count}`));
+      else resolve(perSecond(count, now() - started));
+    });
+    for (let i = 0; i < count; i++) worker.postMessage(-1);
+    worker.postMessage('take');
+  });
+}
+
+/** Run the cross-thread workloads. */
+export async function threadWorkloads(log: (line: string) => void): Promise<Row[]> {
+  const ours: PingPong[] = [];
+  const oursBurst: number[] = [];
+  const raw: PingPong[] = [];
+  const rawBursts: number[] = [];
+  const worker = new Worker(RAW);
+  await new Promise((resolve) => worker.once('online', resolve));
+  function* main(): Coroutine<void> {
+    const thread = yield* ensureFuture(LoopThread.start(ECHO, { name: 'bench-echo' }));
+    yield* loopPingPong(thread, 2_000);
+    yield* loopBurst(thread, 200_000);
+    for (let round = 0; round < ROUNDS; round++) {
+      ours.push(yield* loopPingPong(thread, 10_000));
+      raw.push(yield* ensureFuture(rawPingPong(worker, 10_000)));
+      oursBurst.push(yield* loopBurst(thread, 1_000_000));
+      rawBursts.push(yield* ensureFuture(rawBurst(worker, 1_000_000)));
+    }
+    yield* ensureFuture(thread.close());
+  }
+  await run(main());
+  await worker.terminate();
+  const rows: Row[] = [
+    {
+      workload: 'ping-pong round trip p50',
+      unit: 'µs',
+      value: median(ours.map((r) => r.p50)),
+      baseline: median(raw.map((r) => r.p50)),
+      baselineName: 'raw MessagePort ping-pong',
+      higherIsBetter: false,
+      target: 'within 1.2x of raw',
+    },
+    {
+      workload: 'ping-pong round trip p99',
+      unit: 'µs',
+      value: median(ours.map((r) => r.p99)),
+      baseline: median(raw.map((r) => r.p99)),
+      baselineName: 'raw MessagePort ping-pong',
+      higherIsBetter: false,
+    },
+    {
+      workload: 'one-way callSoonThreadsafe burst',
+      unit: 'calls/s',
+      value: median(oursBurst),
+      baseline: median(rawBursts),
+      baselineName: 'raw postMessage burst',
+      higherIsBetter: true,
+      target: '>= 5 M/s',
+    },
+  ];
+  for (const row of rows) log(`  ${row.workload}: ${row.value.toFixed(1)} ${row.unit} (baseline ${row.baseline?.toFixed(1)})`);
+  return rows;
+}

@@ -1,0 +1,440 @@
+/**
+ * Loops across worker threads: a LoopThread is a worker whose own loop runs forever and hosts
+ * one module; loops call each other's exported functions through links (src/internal/link.ts),
+ * and the hosted module reaches the loop that started it through `parentLoop()`.
+ */
+import { isAbsolute } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { MessageChannel, Worker, parentPort, workerData, type ResourceLimits } from 'node:worker_threads';
+import type { EventLoop } from './base-events.js';
+import type { Coroutine } from './coroutines.js';
+import { getEventLoop, newEventLoop, setEventLoop, _setThreadName } from './events.js';
+import { RuntimeError } from './exceptions.js';
+import type { Future } from './futures.js';
+import { decodeError, encodeError } from './internal/errors.js';
+import { Link, type CallTarget } from './internal/link.js';
+import type { FromWorker, LinkPorts, LoopThreadData, ToWorker } from './internal/messages.js';
+import { _getRunningLoop } from './internal/running.js';
+import { allTasks, currentTask } from './task.js';
+import { gather } from './tasks.js';
+
+/** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
+const HOST_ENTRY = new URL(
+  import.meta.url.endsWith('.ts') ? '../dist/workers/loop-host.js' : '../workers/loop-host.js',
+  import.meta.url,
+);
+
+/** How long `close()` waits for a graceful end before it terminates the thread, in ms. */
+const CLOSE_GRACE_MS = 10_000;
+
+let threadCounter = 0;
+
+/** The value a call of `F` produces on the caller's side: a coroutine's, Future's or Promise's result. */
+export type RemoteResult<R> =
+  R extends Generator<unknown, infer T, unknown> ? T : R extends Future<infer T> ? T : R extends PromiseLike<infer T> ? T : R;
+
+/** The functions of module `M`, each returning a Future of the caller's loop. */
+export type RemoteProxy<M> = {
+  [K in keyof M as M[K] extends (...args: never[]) => unknown ? K : never]: M[K] extends (...args: infer A) => infer R
+    ? (...args: A) => Future<RemoteResult<R>>
+    : never;
+};
+
+/** A loop in another thread, as calls see it. */
+export interface LoopRef {
+  /** Run export `name` there (a coroutine function becomes a Task there); a Future of the caller's loop follows it. */
+  call<T = unknown>(name: string, ...args: unknown[]): Future<T>;
+  /** Schedule a call of export `name` there; returns at once. */
+  callSoonThreadsafe(name: string, ...args: unknown[]): void;
+  /** A typed view: `ref.proxy<typeof import('./svc.js')>().add(1, 2)` is a `Future<number>`. */
+  proxy<M>(): RemoteProxy<M>;
+}
+
+/** Options of `LoopThread.start`. */
+export interface LoopThreadOptions {
+  /** The thread's name, in messages and in `threadName` of the worker (default `LoopThread-<n>`). */
+  name?: string;
+  /**
+   * Functions of the starting loop the hosted module may call through `parentLoop()`; they run
+   * in the loop that was running when `start` was called (which is then required).
+   */
+  expose?: Record<string, (...args: never[]) => unknown>;
+  /** Resource limits of the worker (node:worker_threads). */
+  resourceLimits?: ResourceLimits;
+  /** Node options of the worker (default: the parent's `process.execArgv`, so a TS loader is inherited). */
+  execArgv?: string[];
+  /** The worker's `process.env` (default: a copy of the parent's). */
+  env?: Record<string, string | undefined>;
+}
+
+function toModuleUrl(moduleUrl: string | URL): string {
+  if (moduleUrl instanceof URL) return moduleUrl.href;
+  if (typeof moduleUrl !== 'string') {
+    throw new TypeError(`LoopThread.start() needs a module URL or an absolute path, got ${typeof moduleUrl}`);
+  }
+  if (moduleUrl.startsWith('file:') || moduleUrl.startsWith('data:')) return moduleUrl;
+  if (isAbsolute(moduleUrl)) return pathToFileURL(moduleUrl).href;
+  throw new TypeError(`LoopThread.start() needs an absolute path or a file: URL, got '${moduleUrl}'`);
+}
+
+/** Two channels make a link: each side listens on one and posts on the other. */
+function makeLinkPorts(): [LinkPorts, LinkPorts] {
+  const toHere = new MessageChannel();
+  const toThere = new MessageChannel();
+  return [
+    { inPort: toHere.port1, outPort: toThere.port2 },
+    { inPort: toThere.port1, outPort: toHere.port2 },
+  ];
+}
+
+/** Functions offered by name, with the library's errors for names that are not among them. */
+function functionTable(table: Record<string, unknown>, what: string): CallTarget {
+  return {
+    lookup(name: string): (...args: unknown[]) => unknown {
+      if (typeof name !== 'string') throw new TypeError(`a function name must be a string, got ${typeof name}`);
+      if (!Object.prototype.hasOwnProperty.call(table, name)) {
+        throw new TypeError(`'${name}' is not a function exported by ${what}`);
+      }
+      const value = table[name];
+      if (typeof value !== 'function') throw new TypeError(`'${name}' exported by ${what} is not a function`);
+      return value as (...args: unknown[]) => unknown;
+    },
+  };
+}
+
+function makeProxy<M>(ref: LoopRef): RemoteProxy<M> {
+  return new Proxy(Object.create(null) as object, {
+    get(_target, property) {
+      // Not a thenable: `await proxy` must not look for `then`.
+      if (typeof property !== 'string' || property === 'then') return undefined;
+      return (...args: unknown[]) => ref.call(property, ...args);
+    },
+  }) as RemoteProxy<M>;
+}
+
+/**
+ * A worker thread whose own loop runs forever and hosts one module.
+ *
+ * @example
+ * ```ts
+ * function* main(): Coroutine<void> {
+ *   const svc = yield* ensureFuture(LoopThread.start(new URL('./svc.js', import.meta.url), { name: 'svc' }));
+ *   const sum = yield* svc.call<number>('add', 1, 2);      // 3, computed in the svc thread
+ *   const typed = svc.proxy<typeof import('./svc.js')>();
+ *   console.log(yield* typed.add(40, 2));                  // typed Future<number>
+ *   yield* ensureFuture(svc.close());
+ * }
+ * ```
+ */
+export class LoopThread implements LoopRef {
+  /** The worker's thread id. */
+  readonly threadId: number;
+  /** The thread's name. */
+  readonly name: string;
+  /** The hosted module. */
+  readonly moduleUrl: string;
+  readonly #worker: Worker;
+  readonly #links = new Map<EventLoop, Link>();
+  readonly #exports: Set<string>;
+  readonly #others: Set<string>;
+  readonly #exited: Promise<void>;
+  #death: (() => Error) | null = null;
+  #closing: Promise<void> | null = null;
+  #terminated = false;
+
+  protected constructor(worker: Worker, name: string, moduleUrl: string, ready: { exports: string[]; others: string[] }, exited: Promise<void>) {
+    this.#worker = worker;
+    this.threadId = worker.threadId;
+    this.name = name;
+    this.moduleUrl = moduleUrl;
+    this.#exports = new Set(ready.exports);
+    this.#others = new Set(ready.others);
+    this.#exited = exited;
+  }
+
+  /**
+   * Start a thread hosting the module at `moduleUrl`; resolves once the module is loaded and
+   * the thread's loop runs, rejects with the module's error when it cannot be loaded.
+   */
+  static async start(moduleUrl: string | URL, options: LoopThreadOptions = {}): Promise<LoopThread> {
+    const url = toModuleUrl(moduleUrl);
+    const name = options.name ?? `LoopThread-${++threadCounter}`;
+    const loop = _getRunningLoop();
+    const expose = options.expose ?? {};
+    if (options.expose !== undefined && loop === null) {
+      throw new RuntimeError('LoopThread.start() with expose needs a running loop: the exposed functions run in it');
+    }
+    let parentSide: LinkPorts | null = null;
+    let threadSide: LinkPorts | null = null;
+    if (loop !== null) [parentSide, threadSide] = makeLinkPorts();
+    const data: LoopThreadData = { moduleUrl: url, name, parent: threadSide, exposed: Object.keys(expose) };
+    const worker = new Worker(HOST_ENTRY, {
+      workerData: data,
+      transferList: threadSide === null ? [] : [threadSide.inPort, threadSide.outPort],
+      name,
+      resourceLimits: options.resourceLimits,
+      execArgv: options.execArgv,
+      env: options.env,
+    });
+    const peer = `LoopThread '${name}'`;
+    const firstLink =
+      loop !== null && parentSide !== null ? new Link(loop, parentSide, functionTable(expose, `the parent of ${peer}`), peer, true) : null;
+
+    let thread: LoopThread | null = null;
+    let failure: Error | null = null;
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    const ready = await new Promise<{ exports: string[]; others: string[] } | null>((resolve) => {
+      worker.on('message', (message: FromWorker) => {
+        if (message.type === 'ready') resolve(message);
+        else if (message.type === 'failed') {
+          failure = decodeError(message.error) as Error;
+          resolve(null);
+        }
+      });
+      worker.on('error', (error) => {
+        if (thread === null) {
+          failure ??= error;
+          resolve(null);
+        } else thread.#die(describeError(error), error);
+      });
+      worker.on('exit', (code) => {
+        if (thread === null) {
+          failure ??= new RuntimeError(`${peer} exited with code ${code} before its loop ran`);
+          resolve(null);
+        } else thread.#onExit(code);
+      });
+    });
+    if (ready === null) {
+      firstLink?.close();
+      void worker.terminate();
+      throw failure ?? new RuntimeError(`${peer} could not start`);
+    }
+    worker.unref();
+    thread = new LoopThread(worker, name, url, ready, exited);
+    if (firstLink !== null && loop !== null) thread.#links.set(loop, firstLink);
+    return thread;
+  }
+
+  /**
+   * Run export `name` in the thread's loop (a coroutine function becomes a Task there); returns
+   * a Future of the caller's loop chained to it. Cancelling that Future cancels the remote Task.
+   */
+  call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
+    this.#checkName(name);
+    const loop = getEventLoop();
+    const death = this.#death;
+    if (death !== null) {
+      const future = loop.createFuture<T>();
+      future.setException(death());
+      return future;
+    }
+    return this.#linkFor(loop).call<T>(name, args);
+  }
+
+  /** Schedule a call of export `name` in the thread's loop; returns at once. */
+  callSoonThreadsafe(name: string, ...args: unknown[]): void {
+    this.#checkName(name);
+    const death = this.#death;
+    if (death !== null) throw death();
+    this.#linkFor(getEventLoop()).notify(name, args);
+  }
+
+  /** A typed view of the hosted module: `lt.proxy<typeof import('./svc.js')>().add(1, 2)`. */
+  proxy<M>(): RemoteProxy<M> {
+    return makeProxy<M>(this);
+  }
+
+  /** Whether the thread is gone (closed, exited, crashed or terminated). */
+  isDead(): boolean {
+    return this.#death !== null;
+  }
+
+  /**
+   * Stop the thread's loop, cancel its tasks (their `finally` blocks run) and end the thread;
+   * idempotent. A thread that does not end within 10 s is terminated.
+   */
+  close(): Promise<void> {
+    if (this.#closing !== null) return this.#closing;
+    this.#closing = (async () => {
+      if (this.#death === null) {
+        const message: ToWorker = { type: 'close' };
+        this.#worker.postMessage(message);
+        const timer = setTimeout(() => {
+          this.#terminated = true;
+          void this.#worker.terminate();
+        }, CLOSE_GRACE_MS);
+        timer.unref();
+        await this.#exited;
+        clearTimeout(timer);
+      } else {
+        await this.#exited;
+      }
+    })();
+    return this.#closing;
+  }
+
+  /** End the thread at once (Worker.terminate); pending calls fail. */
+  async terminate(): Promise<void> {
+    this.#terminated = true;
+    await this.#worker.terminate();
+    await this.#exited;
+  }
+
+  toString(): string {
+    return `<LoopThread name='${this.name}' thread=${this.threadId}${this.#death === null ? '' : ' dead'}>`;
+  }
+
+  #checkName(name: string): void {
+    if (typeof name !== 'string') throw new TypeError(`a function name must be a string, got ${typeof name}`);
+    if (this.#exports.has(name)) return;
+    if (this.#others.has(name)) throw new TypeError(`'${name}' exported by ${this.moduleUrl} is not a function`);
+    throw new TypeError(`'${name}' is not a function exported by ${this.moduleUrl} (LoopThread '${this.name}')`);
+  }
+
+  #linkFor(loop: EventLoop): Link {
+    let link = this.#links.get(loop);
+    if (link === undefined || link.isDead()) {
+      const [here, there] = makeLinkPorts();
+      const message: ToWorker = { type: 'link', ports: there };
+      this.#worker.postMessage(message, [there.inPort, there.outPort]);
+      link = new Link(loop, here, functionTable({}, `a loop calling LoopThread '${this.name}'`), `LoopThread '${this.name}'`, true);
+      this.#links.set(loop, link);
+      loop._addCloseHook(() => this.#links.delete(loop));
+    }
+    return link;
+  }
+
+  #onExit(code: number): void {
+    if (this.#closing !== null && !this.#terminated && code === 0) {
+      this.#kill(() => new RuntimeError(`LoopThread '${this.name}' is closed`));
+    } else if (this.#terminated) {
+      this.#die('it was terminated', null);
+    } else {
+      this.#die(`it exited with code ${code}`, null);
+    }
+  }
+
+  #die(reason: string, cause: unknown): void {
+    const prefix = `LoopThread '${this.name}' (thread ${this.threadId}) died: ${reason}`;
+    this.#kill(() => (cause === null ? new RuntimeError(prefix) : new RuntimeError(prefix, { cause })));
+  }
+
+  #kill(makeError: () => Error): void {
+    if (this.#death !== null) return;
+    this.#death = makeError;
+    for (const link of this.#links.values()) link._fail(makeError);
+  }
+}
+
+function describeError(error: Error & { code?: string }): string {
+  if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') return 'it ran out of memory (resourceLimits exceeded)';
+  return `uncaught ${error.name}: ${error.message}`;
+}
+
+// ───────────────────────────── inside the thread ─────────────────────────────
+
+let parentRef: LoopRef | null = null;
+
+/**
+ * The loop that started this LoopThread, to call the functions it exposed; null outside a
+ * LoopThread or when the thread was started outside a running loop.
+ *
+ * @example
+ * ```ts
+ * // in a module hosted by a LoopThread
+ * export function* report(line: string): Coroutine<void> {
+ *   yield* parentLoop()!.call('log', line);
+ * }
+ * ```
+ */
+export function parentLoop(): LoopRef | null {
+  return parentRef;
+}
+
+class ParentLoop implements LoopRef {
+  readonly #link: Link;
+
+  constructor(link: Link) {
+    this.#link = link;
+  }
+
+  call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
+    this.#checkLoop();
+    return this.#link.call<T>(name, args);
+  }
+
+  callSoonThreadsafe(name: string, ...args: unknown[]): void {
+    this.#checkLoop();
+    this.#link.notify(name, args);
+  }
+
+  proxy<M>(): RemoteProxy<M> {
+    return makeProxy<M>(this);
+  }
+
+  #checkLoop(): void {
+    if (getEventLoop() !== this.#link.loop) {
+      throw new RuntimeError("parentLoop() is called from the thread's own loop only");
+    }
+  }
+}
+
+/**
+ * Host the module named in `workerData` on a new loop of this thread, until the parent asks
+ * the thread to close. The body of `workers/loop-host.ts`.
+ *
+ * @internal
+ */
+export async function _hostLoopThread(): Promise<void> {
+  const data = workerData as LoopThreadData;
+  const control = parentPort;
+  if (control === null) throw new RuntimeError('_hostLoopThread() runs inside a LoopThread worker only');
+  _setThreadName(data.name);
+  const loop = newEventLoop();
+  setEventLoop(loop);
+  const hosted: { table: Record<string, unknown> } = { table: {} };
+  const target: CallTarget = {
+    lookup: (name) => functionTable(hosted.table, data.moduleUrl).lookup(name),
+  };
+  if (data.parent !== null) {
+    const link = new Link(loop, data.parent, target, 'the parent loop');
+    parentRef = new ParentLoop(link);
+  }
+
+  let namespace: Record<string, unknown>;
+  try {
+    namespace = (await import(data.moduleUrl)) as Record<string, unknown>;
+  } catch (error) {
+    const message: FromWorker = { type: 'failed', error: encodeError(error) };
+    control.postMessage(message);
+    return;
+  }
+  hosted.table = namespace;
+  const names = Object.keys(namespace);
+
+  control.on('message', (message: ToWorker) => {
+    if (message.type === 'link') new Link(loop, message.ports, target, 'a loop of the parent thread');
+    else if (message.type === 'close') loop.callSoonThreadsafe(() => void loop.createTask(shutdown(loop)));
+  });
+  control.unref();
+
+  const running = loop.runForever();
+  const ready: FromWorker = {
+    type: 'ready',
+    exports: names.filter((name) => typeof namespace[name] === 'function'),
+    others: names.filter((name) => typeof namespace[name] !== 'function'),
+  };
+  control.postMessage(ready);
+  await running;
+  loop.close();
+  control.close();
+}
+
+/** Cancel every other task of the thread's loop, wait until they are done, stop the loop. */
+function* shutdown(loop: EventLoop): Coroutine<void> {
+  const self = currentTask(loop);
+  const others = [...allTasks(loop)].filter((task) => task !== self);
+  for (const task of others) task.cancel();
+  if (others.length > 0) yield* gather(others, { returnExceptions: true });
+  loop.stop();
+}

@@ -1,0 +1,144 @@
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { describeWorkerFn, isWorkerFn, workerFn, type WorkerFn } from '../src/worker-fn.js';
+import { startHost, type Host } from './fixtures/xthread-client.js';
+
+const mathUrl = new URL('./fixtures/xthread-math.mjs', import.meta.url);
+
+describe('workerFn', () => {
+  it('keeps a URL as its href', () => {
+    expect(workerFn(new URL('file:///srv/app/math.js'), 'add')).toEqual({
+      moduleUrl: 'file:///srv/app/math.js',
+      exportName: 'add',
+    });
+  });
+
+  it('keeps a file: href, normalized', () => {
+    expect(workerFn('file:///srv/app/math.js').moduleUrl).toBe('file:///srv/app/math.js');
+    expect(workerFn('FILE:///srv/lib/../app/math.js').moduleUrl).toBe('file:///srv/app/math.js');
+  });
+
+  it('turns an absolute path into a file: URL', () => {
+    expect(workerFn('/srv/app/math.js').moduleUrl).toBe('file:///srv/app/math.js');
+    expect(workerFn('/srv/my app/math #1.js').moduleUrl).toBe(pathToFileURL('/srv/my app/math #1.js').href);
+    expect(workerFn('/srv/my app/math #1.js').moduleUrl).toBe('file:///srv/my%20app/math%20%231.js');
+  });
+
+  it.each(['./x.js', 'x.js', '../lib/x.js', '', 'https://example.com/x.js', 'node:path'])(
+    'refuses %j with a TypeError',
+    (moduleUrl) => {
+      expect(() => workerFn(moduleUrl)).toThrow(
+        new TypeError(`workerFn() needs an absolute path or a file: URL, got '${moduleUrl}'`),
+      );
+    },
+  );
+
+  it.each([
+    ['42', 42],
+    ['null', null],
+    ['undefined', undefined],
+    ['{}', {}],
+  ])('refuses a module URL of %s with a TypeError', (shown, moduleUrl) => {
+    expect(() => workerFn(moduleUrl as never)).toThrow(
+      new TypeError(`workerFn() needs an absolute path or a file: URL, got ${shown}`),
+    );
+  });
+
+  it('refuses a file: href that is not a valid URL', () => {
+    expect(() => workerFn('file://a b/x.js')).toThrow(
+      new TypeError("workerFn() got an invalid file: URL 'file://a b/x.js'"),
+    );
+  });
+
+  it("names the default export when no name is given", () => {
+    expect(workerFn('/srv/math.js').exportName).toBe('default');
+    expect(workerFn('/srv/math.js', undefined).exportName).toBe('default');
+  });
+
+  it.each([
+    ["''", ''],
+    ['null', null],
+    ['42', 42],
+  ])('refuses an export name of %s with a TypeError', (shown, exportName) => {
+    expect(() => workerFn('/srv/math.js', exportName as never)).toThrow(
+      new TypeError(`workerFn() exportName must be a non-empty string, got ${shown}`),
+    );
+  });
+
+  it('checks the module URL before the export name', () => {
+    expect(() => workerFn('./x.js', '')).toThrow("workerFn() needs an absolute path or a file: URL, got './x.js'");
+  });
+
+  it('returns a frozen plain object that structuredClone copies', () => {
+    const fn = workerFn(mathUrl, 'add');
+    expect(Object.isFrozen(fn)).toBe(true);
+    expect(Object.getPrototypeOf(fn)).toBe(Object.prototype);
+    expect(Object.keys(fn)).toEqual(['moduleUrl', 'exportName']);
+    expect(structuredClone(fn)).toEqual({ moduleUrl: mathUrl.href, exportName: 'add' });
+    expect(() => {
+      (fn as { exportName: string }).exportName = 'other';
+    }).toThrow(TypeError);
+  });
+
+  it('carries its signature in the type only', () => {
+    const add = workerFn<[number, number], number>(mathUrl, 'add');
+    expect(add.exportName).toBe('add');
+    expectTypeOf(add).toEqualTypeOf<WorkerFn<[number, number], number>>();
+    expectTypeOf(workerFn(mathUrl)).toEqualTypeOf<WorkerFn<unknown[], unknown>>();
+    // @ts-expect-error: the argument types differ
+    const wrongArgs: WorkerFn<[string, string], number> = add;
+    // @ts-expect-error: the result type differs
+    const wrongResult: WorkerFn<[number, number], string> = add;
+    expect([wrongArgs, wrongResult]).toEqual([add, add]);
+  });
+});
+
+describe('isWorkerFn', () => {
+  it('accepts a WorkerFn and a copy of one that crossed a thread', () => {
+    const fn = workerFn(mathUrl, 'add');
+    expect(isWorkerFn(fn)).toBe(true);
+    expect(isWorkerFn(structuredClone(fn))).toBe(true);
+  });
+
+  it.each([
+    ['null', null],
+    ['a function', () => 1],
+    ['a string', 'file:///srv/math.js'],
+    ['an empty object', {}],
+    ['no export name', { moduleUrl: 'file:///srv/math.js' }],
+    ['an empty module URL', { moduleUrl: '', exportName: 'add' }],
+    ['an empty export name', { moduleUrl: 'file:///srv/math.js', exportName: '' }],
+    ['a URL object as module URL', { moduleUrl: new URL('file:///srv/math.js'), exportName: 'add' }],
+  ])('refuses %s', (_label, value) => {
+    expect(isWorkerFn(value)).toBe(false);
+  });
+});
+
+describe('describeWorkerFn', () => {
+  it('names the export and the module', () => {
+    expect(describeWorkerFn(workerFn('/srv/math.js', 'add'))).toBe('add of file:///srv/math.js');
+    expect(describeWorkerFn(workerFn('/srv/math.js'))).toBe('default of file:///srv/math.js');
+  });
+});
+
+describe('workerFn across a worker thread', () => {
+  let host: Host;
+
+  beforeAll(() => {
+    host = startHost();
+  });
+
+  afterAll(async () => {
+    await host.terminate();
+  });
+
+  it('runs the named export in the other thread', async () => {
+    const add = workerFn<[number, number], number>(mathUrl, 'add');
+    expect((await host.call(add, 40, 2)).result).toBe(42);
+  });
+
+  it('runs the default export, named by an absolute path', async () => {
+    const double = workerFn<[number], number>(fileURLToPath(mathUrl));
+    expect((await host.call(double, 21)).result).toBe(42);
+  });
+});
