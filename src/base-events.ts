@@ -70,7 +70,10 @@ export type TaskFactory = (loop: EventLoop, coro: Coroutine<unknown>, options?: 
 
 /** @internal Something that receives batches of operations from another thread. */
 export interface InboxReceiver {
+  /** Take a whole batch. */
   _dispatch(batch: unknown[]): void;
+  /** Take the calls of a batch whose replies were taken already (by a thread that blocked). */
+  _dispatchCalls(batch: unknown[]): void;
 }
 
 /** @internal Something with operations queued for another thread. */
@@ -141,7 +144,7 @@ export class EventLoop {
   #settle: ((error: unknown) => void) | null = null;
   #exceptionHandler: ExceptionHandler | null = null;
   /** Batches that arrived from other threads, dispatched at the start of an iteration. */
-  #inbox: Array<{ receiver: InboxReceiver; batch: unknown[] }> = [];
+  #inbox: Array<{ receiver: InboxReceiver; batch: unknown[]; callsOnly: boolean }> = [];
   /** Outbound links to flush once the current iteration's callbacks have run. */
   #flushes: Flushable[] = [];
   #closeHooks: Array<() => void> = [];
@@ -681,7 +684,10 @@ export class EventLoop {
   #drainInbox(): void {
     const inbox = this.#inbox;
     this.#inbox = [];
-    for (const { receiver, batch } of inbox) receiver._dispatch(batch);
+    for (const { receiver, batch, callsOnly } of inbox) {
+      if (callsOnly) receiver._dispatchCalls(batch);
+      else receiver._dispatch(batch);
+    }
   }
 
   #flushOutbound(): void {
@@ -695,9 +701,9 @@ export class EventLoop {
    * loop dispatches it in its next iteration, woken at once; a stopped loop keeps it for its
    * next run; a closed loop drops it.
    */
-  _deliver(receiver: InboxReceiver, batch: unknown[]): void {
+  _deliver(receiver: InboxReceiver, batch: unknown[], callsOnly = false): void {
     if (this.#closed) return;
-    this.#inbox.push({ receiver, batch });
+    this.#inbox.push({ receiver, batch, callsOnly });
     if (this.#running && !this.#inDrive && !this.#wakePending) this.#drive();
   }
 

@@ -39,6 +39,8 @@ export class ConcurrentFuture<T = unknown> {
   #exception: unknown = null;
   #failed = false;
   #callbacks: Array<(future: ConcurrentFuture<T>) => void> = [];
+  /** @internal Blocks this thread until the future may be done or `timeout` seconds passed (futures of other threads). */
+  _blocker: ((timeout: number | null) => void) | null = null;
 
   /** Executors and `runCoroutineThreadsafe` create these; use `ConcurrentFuture._create()` inside the library. */
   protected constructor() {}
@@ -63,16 +65,24 @@ export class ConcurrentFuture<T = unknown> {
     return this.#state === RUNNING;
   }
 
-  /** The result; throws the error, CancelledError if cancelled, TimeoutError if not done yet (never blocks). */
-  result(): T {
+  /**
+   * The result; throws the error, CancelledError if cancelled, TimeoutError if not done yet.
+   * Without `timeout` it never blocks. With one (seconds, or null for no limit), a future that
+   * another thread completes (`ref.submit()`) blocks this thread until it is done, waiting on
+   * Atomics; a future completed in this thread cannot be waited for that way (it would never
+   * complete while the thread blocks): TimeoutError at once.
+   */
+  result(timeout?: number | null): T {
+    if (timeout !== undefined) this.#wait(timeout);
     if (this.#state === CANCELLED_STATE) throw new CancelledError();
     if (this.#state !== FINISHED) throw new TimeoutError();
     if (this.#failed) throw this.#exception;
     return this.#result as T;
   }
 
-  /** The error or null; throws CancelledError if cancelled, TimeoutError if not done yet. */
-  exception(): Error | null {
+  /** The error or null; throws CancelledError if cancelled, TimeoutError if not done yet; `timeout` as for `result`. */
+  exception(timeout?: number | null): Error | null {
+    if (timeout !== undefined) this.#wait(timeout);
     if (this.#state === CANCELLED_STATE) throw new CancelledError();
     if (this.#state !== FINISHED) throw new TimeoutError();
     return this.#failed ? (this.#exception as Error) : null;
@@ -135,6 +145,13 @@ export class ConcurrentFuture<T = unknown> {
     return this.#failed
       ? `<ConcurrentFuture state=finished raised ${repr(this.#exception)}>`
       : `<ConcurrentFuture state=finished returned ${repr(this.#result)}>`;
+  }
+
+  #wait(timeout: number | null): void {
+    if (timeout !== null && (typeof timeout !== 'number' || Number.isNaN(timeout))) {
+      throw new TypeError(`timeout must be a number of seconds or null, got ${repr(timeout)}`);
+    }
+    if (!this.done() && this._blocker !== null) this._blocker(timeout);
   }
 
   #checkSettable(): void {

@@ -11,6 +11,7 @@ import type { Coroutine } from './coroutines.js';
 import { getEventLoop, newEventLoop, setEventLoop, _setThreadName } from './events.js';
 import { RuntimeError } from './exceptions.js';
 import type { Future } from './futures.js';
+import { ConcurrentFuture } from './concurrent.js';
 import { decodeError, encodeError } from './internal/errors.js';
 import { Link, type CallTarget } from './internal/link.js';
 import type { FromWorker, LinkPorts, LoopThreadData, ToWorker } from './internal/messages.js';
@@ -46,6 +47,12 @@ export interface LoopRef {
   call<T = unknown>(name: string, ...args: unknown[]): Future<T>;
   /** Schedule a call of export `name` there; returns at once. */
   callSoonThreadsafe(name: string, ...args: unknown[]): void;
+  /**
+   * Call export `name` there and return a ConcurrentFuture, whose `result(timeout)` may block
+   * this thread until the reply arrives: for synchronous code of a worker thread (asyncio's
+   * `run_coroutine_threadsafe(...).result(timeout)` from a thread).
+   */
+  submit<T = unknown>(name: string, ...args: unknown[]): ConcurrentFuture<T>;
   /** A typed view: `ref.proxy<typeof import('./svc.js')>().add(1, 2)` is a `Future<number>`. */
   proxy<M>(): RemoteProxy<M>;
 }
@@ -239,6 +246,19 @@ export class LoopThread implements LoopRef {
     this.#linkFor(getEventLoop()).notify(name, args);
   }
 
+  /** Call export `name` in the thread's loop; the ConcurrentFuture's `result(timeout)` may block until it is done. */
+  submit<T = unknown>(name: string, ...args: unknown[]): ConcurrentFuture<T> {
+    this.#checkName(name);
+    const death = this.#death;
+    if (death !== null) {
+      const future = ConcurrentFuture._create<T>();
+      future._setRunningOrNotifyCancel();
+      future._setException(death());
+      return future;
+    }
+    return this.#linkFor(getEventLoop()).submit<T>(name, args);
+  }
+
   /** A typed view of the hosted module: `lt.proxy<typeof import('./svc.js')>().add(1, 2)`. */
   proxy<M>(): RemoteProxy<M> {
     return makeProxy<M>(this);
@@ -366,6 +386,10 @@ class ParentLoop implements LoopRef {
   callSoonThreadsafe(name: string, ...args: unknown[]): void {
     this.#checkLoop();
     this.#link.notify(name, args);
+  }
+
+  submit<T = unknown>(name: string, ...args: unknown[]): ConcurrentFuture<T> {
+    return this.#link.submit<T>(name, args);
   }
 
   proxy<M>(): RemoteProxy<M> {

@@ -9,10 +9,11 @@
  * back to the caller's loop; cancelling the caller's Future cancels the remote Task; a remote
  * cancellation arrives as a cancelled Future.
  */
-import type { MessagePort, Transferable } from 'node:worker_threads';
+import { receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
+import { ConcurrentFuture } from '../concurrent.js';
 import type { EventLoop, Flushable, InboxReceiver } from '../base-events.js';
 import { isCoroutine } from '../coroutines.js';
-import { RuntimeError } from '../exceptions.js';
+import { CancelledError, RuntimeError } from '../exceptions.js';
 import { CANCELLED, FAILED, Future } from '../futures.js';
 import { ensureFuture } from '../task.js';
 import { collectTransfers } from '../transfer.js';
@@ -25,6 +26,7 @@ import {
   OP_CALL,
   OP_CANCEL,
   OP_CANCELLED,
+  OP_BELL,
   OP_ERROR,
   OP_MASK,
   OP_NAME,
@@ -78,7 +80,11 @@ export class Link implements InboxReceiver, Flushable {
   #outbox: unknown[] = [];
   #opTransfers: Map<number, Transferable[]> | null = null;
   #flushScheduled = false;
-  #pending = new Map<number, RemoteCallFuture<unknown>>();
+  #pending = new Map<number, RemoteCallFuture<unknown> | ConcurrentFuture<unknown>>();
+  /** The peer's bell, rung after each batch posted to it (the peer may block waiting). */
+  #peerBell: Int32Array | null = null;
+  /** This side's bell, once it was sent to the peer. */
+  #bell: Int32Array | null = null;
   #running = new Map<number, RunningCall>();
   #nextId = 0;
   #death: Death = null;
@@ -124,6 +130,56 @@ export class Link implements InboxReceiver, Flushable {
     return future;
   }
 
+  /**
+   * Call `name(...args)` there; a ConcurrentFuture follows the call, whose `result(timeout)`
+   * can block this thread until the reply arrives (no loop needs to run meanwhile).
+   */
+  submit<T>(name: string, args: unknown[]): ConcurrentFuture<T> {
+    const future = ConcurrentFuture._create<T>();
+    const death = this.#death;
+    if (death !== null) {
+      settle(future as ConcurrentFuture<unknown>, OP_ERROR, death());
+      return future;
+    }
+    const id = ++this.#nextId;
+    this.#pending.set(id, future as ConcurrentFuture<unknown>);
+    future._blocker = (timeout) => this.#block(future as ConcurrentFuture<unknown>, timeout);
+    future.addDoneCallback((done) => {
+      if (done.cancelled()) this._cancelRemote(id, null);
+    });
+    this.#pushCall(OP_CALL, id, name, args);
+    return future;
+  }
+
+  /** Block this thread until `future` is done or `timeout` seconds passed, taking replies from the inbox port directly. */
+  #block(future: ConcurrentFuture<unknown>, timeout: number | null): void {
+    let bell = this.#bell;
+    if (bell === null) {
+      bell = new Int32Array(new SharedArrayBuffer(4));
+      this.#bell = bell;
+      this.#push(OP_BELL, 0, bell, 0);
+    }
+    // What was queued must leave before this thread stops running.
+    this._flush();
+    const deadline = timeout === null ? Infinity : performance.now() + Math.max(0, timeout) * 1000;
+    for (;;) {
+      const rung = Atomics.load(bell, 0);
+      for (let message = receiveMessageOnPort(this.#in); message !== undefined; message = receiveMessageOnPort(this.#in)) {
+        this.#receive(message.message as unknown[]);
+      }
+      if (future.done() || this.#death !== null) return;
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) return;
+      Atomics.wait(bell, 0, rung, remaining === Infinity ? undefined : remaining);
+    }
+  }
+
+  /** A batch taken from the inbox while blocked: replies now, the rest when the loop runs. */
+  #receive(batch: unknown[]): void {
+    this._dispatchReplies(batch);
+    if (batchHasCalls(batch)) this.loop._deliver(this, batch, true);
+  }
+
   /** Schedule `name(...args)` there, expecting no reply. */
   notify(name: string, args: unknown[]): void {
     const death = this.#death;
@@ -153,7 +209,7 @@ export class Link implements InboxReceiver, Flushable {
     const running = [...this.#running.values()];
     this.#running.clear();
     if (this.loop.isClosed()) return;
-    for (const future of pending) if (!future.done()) future._setExceptionUnchecked(makeError());
+    for (const future of pending) settle(future.done() ? null : future, OP_ERROR, makeError());
     for (const { future } of running) future.cancel();
   }
 
@@ -211,6 +267,11 @@ export class Link implements InboxReceiver, Flushable {
     } catch {
       this.#postOneByOne(batch, opTransfers);
     }
+    const bell = this.#peerBell;
+    if (bell !== null) {
+      Atomics.add(bell, 0, 1);
+      Atomics.notify(bell, 0);
+    }
   }
 
   /** A batch could not be cloned: post its operations one by one and fail only those that cannot. */
@@ -234,9 +295,7 @@ export class Link implements InboxReceiver, Flushable {
       const name = this.#sentList[a as number];
       const failure = new TypeError(`cannot send ${op === OP_CALL ? 'call' : 'callSoonThreadsafe'} '${name}' to ${this.#peer}: ${what} cannot be cloned (${reason})`);
       if (op === OP_CALL) {
-        const future = this.#pending.get(id);
-        this.#pending.delete(id);
-        if (future !== undefined && !future.done()) future._setExceptionUnchecked(failure);
+        settle(this.#take(id), OP_ERROR, failure);
       } else {
         this.loop.callExceptionHandler({ message: failure.message, exception: failure });
       }
@@ -256,7 +315,17 @@ export class Link implements InboxReceiver, Flushable {
    * iteration (each call is isolated: its error goes to its caller or the exception handler).
    */
   _dispatch(batch: unknown[]): void {
-    let calls = false;
+    this._dispatchReplies(batch);
+    if (batchHasCalls(batch)) this.loop.callSoon(runCalls, this, batch);
+  }
+
+  /** @internal Take a batch that was already dispatched for its replies: only its calls remain. */
+  _dispatchCalls(batch: unknown[]): void {
+    if (batchHasCalls(batch)) this.loop.callSoon(runCalls, this, batch);
+  }
+
+  /** @internal Complete the Futures of the replies in `batch`; learn names and bells. */
+  _dispatchReplies(batch: unknown[]): void {
     for (let i = 0; i < batch.length; i += OP_SIZE) {
       const op = (batch[i] as number) & OP_MASK;
       const id = batch[i + 1] as number;
@@ -265,25 +334,26 @@ export class Link implements InboxReceiver, Flushable {
         case OP_CALL:
         case OP_NOTIFY:
         case OP_CANCEL:
-          calls = true;
+          break;
+        case OP_BELL:
+          this.#peerBell = a as Int32Array;
           break;
         case OP_NAME:
           this.#names[id] = a as string;
           break;
         case OP_RESULT:
-          this.#take(id)?._setResultUnchecked(a);
+          settle(this.#take(id), OP_RESULT, a);
           break;
         case OP_ERROR:
-          this.#take(id)?._setExceptionUnchecked(decodeError(a as Parameters<typeof decodeError>[0]));
+          settle(this.#take(id), OP_ERROR, decodeError(a as Parameters<typeof decodeError>[0]));
           break;
         case OP_CANCELLED:
-          this.#take(id)?._cancelFuture((a as string | null) ?? null);
+          settle(this.#take(id), OP_CANCELLED, (a as string | null) ?? null);
           break;
         default:
           throw new RuntimeError(`unknown operation ${op} from ${this.#peer}`);
       }
     }
-    if (calls) this.loop.callSoon(runCalls, this, batch);
   }
 
   /** @internal Run the calls and cancellations of a batch, in order. */
@@ -311,7 +381,7 @@ export class Link implements InboxReceiver, Flushable {
     }
   }
 
-  #take(id: number): RemoteCallFuture<unknown> | null {
+  #take(id: number): RemoteCallFuture<unknown> | ConcurrentFuture<unknown> | null {
     const future = this.#pending.get(id);
     if (future === undefined) return null;
     this.#pending.delete(id);
@@ -363,6 +433,30 @@ export class Link implements InboxReceiver, Flushable {
       else this.#push(OP_RESULT, id, done.result(), nameId);
     });
   }
+}
+
+/** Complete a pending call's Future (of a loop) or ConcurrentFuture with a reply. */
+function settle(future: RemoteCallFuture<unknown> | ConcurrentFuture<unknown> | null, op: number, value: unknown): void {
+  if (future === null) return;
+  if (future instanceof ConcurrentFuture) {
+    // As asyncio's _set_concurrent_future_state: a cancelled source cancels the future.
+    if (op === OP_CANCELLED) future.cancel();
+    else if (!future._setRunningOrNotifyCancel()) return;
+    else if (op === OP_RESULT) future._setResult(value);
+    else future._setException(value);
+    return;
+  }
+  if (op === OP_RESULT) future._setResultUnchecked(value);
+  else if (op === OP_ERROR) future._setExceptionUnchecked(value);
+  else future._cancelFuture(value as string | null);
+}
+
+function batchHasCalls(batch: unknown[]): boolean {
+  for (let i = 0; i < batch.length; i += OP_SIZE) {
+    const op = (batch[i] as number) & OP_MASK;
+    if (op === OP_CALL || op === OP_NOTIFY || op === OP_CANCEL) return true;
+  }
+  return false;
 }
 
 function runCalls(link: Link, batch: unknown[]): void {

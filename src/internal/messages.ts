@@ -22,6 +22,11 @@ export const OP_ERROR = 5;
 export const OP_CANCELLED = 6;
 /** `[NAME, nameId, name, 0]`: from now on `nameId` stands for the function name `name`. */
 export const OP_NAME = 7;
+/**
+ * `[BELL, 0, Int32Array on a SharedArrayBuffer, 0]`: after each batch posted to the sender of
+ * this record, ring the bell (add 1, notify): the sender may be blocked waiting for a reply.
+ */
+export const OP_BELL = 8;
 /** The slots of one operation record. */
 export const OP_SIZE = 4;
 /** The low bits of a record's first slot hold the operation... */
