@@ -14,6 +14,7 @@ import type { Future } from './futures.js';
 import { ConcurrentFuture } from './concurrent.js';
 import { decodeError, encodeError } from './internal/errors.js';
 import { Link, type CallTarget } from './internal/link.js';
+import { importUserModule } from './internal/ts-loader.js';
 import type { FromWorker, LinkPorts, LoopThreadData, ToWorker } from './internal/messages.js';
 import { _getRunningLoop } from './internal/running.js';
 import { allTasks, currentTask } from './task.js';
@@ -427,7 +428,7 @@ export async function _hostLoopThread(): Promise<void> {
 
   let namespace: Record<string, unknown>;
   try {
-    namespace = (await import(data.moduleUrl)) as Record<string, unknown>;
+    namespace = await importUserModule(data.moduleUrl);
   } catch (error) {
     const message: FromWorker = { type: 'failed', error: encodeError(error) };
     control.postMessage(message);

@@ -1,0 +1,233 @@
+/**
+ * TypeScript user modules in worker threads (issue 4): the workers run the built
+ * dist/src/internal/ts-loader.js, so run `npx tsc -p tsconfig.json` first.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { LoadHookContext, ResolveHookContext } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { afterAll, describe, expect, it } from 'vitest';
+import { _compilerFor, _findCompiler, _isTypeScriptUrl, load, resolve } from '../src/internal/ts-hooks.js';
+
+const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).href;
+const SERVICE = fixture('ts-service.ts');
+
+type Reply = { ok: true; value: unknown } | { ok: false; name: string; code: string | undefined; message: string };
+
+interface WorkerJob {
+  moduleUrl: string;
+  via: 'helper' | 'plain';
+  call: string;
+  args?: unknown[];
+  ensure?: string[];
+}
+
+/** Run test/fixtures/ts-worker.mjs with the test process's own execArgv, as a LoopThread does. */
+function inWorker(job: WorkerJob): Promise<Reply> {
+  return new Promise((resolvePromise, reject) => {
+    const worker = new Worker(new URL('./fixtures/ts-worker.mjs', import.meta.url), { workerData: job });
+    worker.once('message', (reply: Reply) => {
+      resolvePromise(reply);
+      void worker.terminate();
+    });
+    worker.once('error', reject);
+  });
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'multiloop-ts-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function scratchFile(name: string, text: string): string {
+  const path = join(scratch, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+const BROKEN = 'export function add(a: number, b: number): number {\n  return (a + b;\n}\n';
+
+describe('importUserModule', () => {
+  it('runs a .ts module with annotations, an enum and a ./ts-helper.js import of a .ts sibling', async () => {
+    const reply = await inWorker({ moduleUrl: SERVICE, via: 'helper', call: 'report' });
+    expect(reply).toEqual({ ok: true, value: { color: 'green', doubled: 42, greeting: 'hello, ts', url: SERVICE } });
+  });
+
+  it('is needed: a plain import() of the same module fails with ERR_UNKNOWN_FILE_EXTENSION', async () => {
+    const reply = await inWorker({ moduleUrl: SERVICE, via: 'plain', call: 'report' });
+    expect(reply).toEqual({
+      ok: false,
+      name: 'TypeError',
+      code: 'ERR_UNKNOWN_FILE_EXTENSION',
+      message: `Unknown file extension ".ts" for ${fileURLToPath(SERVICE)}`,
+    });
+  });
+
+  it('names the file, line and column of a syntax error', async () => {
+    const path = scratchFile('ts-broken.ts', BROKEN);
+    const reply = await inWorker({ moduleUrl: pathToFileURL(path).href, via: 'helper', call: 'add', args: [1, 2] });
+    expect(reply).toEqual({ ok: false, name: 'SyntaxError', code: undefined, message: `${path}:2:16 - error TS1005: ')' expected.` });
+  });
+
+  it('points stack frames at the .ts lines', async () => {
+    const lines = readFileSync(fileURLToPath(SERVICE), 'utf8').split('\n');
+    const line = lines.findIndex((text) => text.includes("throw new RangeError('thrown in TypeScript')")) + 1;
+    const reply = await inWorker({ moduleUrl: SERVICE, via: 'helper', call: 'failingStack' });
+    expect(reply.ok).toBe(true);
+    const stack = (reply as { value: string }).value;
+    expect(stack.split('\n').slice(0, 2)).toEqual([
+      'RangeError: thrown in TypeScript',
+      `    at Module.failingStack (${fileURLToPath(SERVICE)}:${line}:11)`,
+    ]);
+  });
+
+  it('runs an .mts module as ESM', async () => {
+    const reply = await inWorker({ moduleUrl: fixture('ts-counter.mts'), via: 'helper', call: 'bump', args: [2] });
+    expect(reply).toEqual({ ok: true, value: 4 });
+  });
+
+  it('runs a .cts module as CommonJS', async () => {
+    const reply = await inWorker({ moduleUrl: fixture('ts-legacy.cts'), via: 'helper', call: 'total', args: [[1, 2, 3]] });
+    expect(reply).toEqual({ ok: true, value: { sum: 6, requireType: 'function' } });
+  });
+});
+
+describe('ensureTypeScriptSupport', () => {
+  it('lets a later plain import() load TypeScript once called with a .ts URL', async () => {
+    const reply = await inWorker({ moduleUrl: SERVICE, via: 'plain', ensure: [SERVICE], call: 'report' });
+    expect(reply).toMatchObject({ ok: true, value: { doubled: 42 } });
+  });
+
+  it('registers nothing for a JavaScript URL', async () => {
+    const reply = await inWorker({ moduleUrl: SERVICE, via: 'plain', ensure: [fixture('ts-worker.mjs')], call: 'report' });
+    expect(reply).toMatchObject({ ok: false, code: 'ERR_UNKNOWN_FILE_EXTENSION' });
+  });
+
+  it('maps ./x.js to ./x.ts for TypeScript importers only', async () => {
+    const importer = fixture('ts-js-importer.mjs');
+    const reply = await inWorker({ moduleUrl: importer, via: 'plain', ensure: [SERVICE], call: 'double', args: [1] });
+    expect(reply).toEqual({
+      ok: false,
+      name: 'Error',
+      code: 'ERR_MODULE_NOT_FOUND',
+      message: `Cannot find module '${fileURLToPath(fixture('ts-helper.js'))}' imported from ${fileURLToPath(importer)}`,
+    });
+  });
+});
+
+describe('ts-hooks load', () => {
+  const context: LoadHookContext = { conditions: [], format: undefined, importAssertions: {}, importAttributes: {} };
+  const unknownExtension = (url: string) => {
+    throw Object.assign(new TypeError(`Unknown file extension ".ts" for ${fileURLToPath(url)}`), { code: 'ERR_UNKNOWN_FILE_EXTENSION' });
+  };
+
+  it('leaves other files to the rest of the chain', async () => {
+    const seen: string[] = [];
+    const result = await load(fixture('ts-worker.mjs'), context, (url) => {
+      seen.push(url);
+      return { format: 'module', source: 'export {}' };
+    });
+    expect(seen).toEqual([fixture('ts-worker.mjs')]);
+    expect(result).toEqual({ format: 'module', source: 'export {}' });
+  });
+
+  it('keeps what a loader before it made of a .ts file', async () => {
+    const result = await load(SERVICE, context, () => ({ format: 'module', source: 'export const fromLoader = 1;' }));
+    expect(result).toEqual({ format: 'module', source: 'export const fromLoader = 1;' });
+  });
+
+  it('compiles a .ts file the chain cannot load, keeping an inline source map', async () => {
+    const result = await load(fixture('ts-helper.ts'), context, unknownExtension);
+    expect(result.format).toBe('module');
+    expect(result.shortCircuit).toBe(true);
+    const source = String(result.source);
+    expect(source).toContain('export function double(n) {');
+    expect(source).toContain('//# sourceMappingURL=data:application/json;base64,');
+  });
+
+  it('passes on errors other than an unknown extension', async () => {
+    const missing = Object.assign(new Error('gone'), { code: 'ENOENT' });
+    await expect(
+      load(SERVICE, context, () => {
+        throw missing;
+      }),
+    ).rejects.toBe(missing);
+  });
+});
+
+describe('ts-hooks resolve', () => {
+  const notFound = (specifier: string) => {
+    throw Object.assign(new Error(`Cannot find module '${specifier}'`), { code: 'ERR_MODULE_NOT_FOUND' });
+  };
+  const context = (parentURL: string): ResolveHookContext => ({ conditions: [], importAssertions: {}, importAttributes: {}, parentURL });
+
+  it('retries ./x.js as ./x.ts when only the .ts file exists', async () => {
+    const tried: string[] = [];
+    const result = await resolve('./ts-helper.js', context(SERVICE), (specifier) => {
+      tried.push(specifier);
+      return specifier.endsWith('.ts') ? { url: new URL(specifier, SERVICE).href } : notFound(specifier);
+    });
+    expect(tried).toEqual(['./ts-helper.js', './ts-helper.ts']);
+    expect(result).toEqual({ url: fixture('ts-helper.ts') });
+  });
+
+  it('maps .mjs to .mts and .cjs to .cts', async () => {
+    const tried: string[] = [];
+    const next = (specifier: string) => {
+      tried.push(specifier);
+      return /\.[cm]ts$/.test(specifier) ? { url: new URL(specifier, SERVICE).href } : notFound(specifier);
+    };
+    await resolve('./ts-counter.mjs', context(SERVICE), next);
+    await resolve('./ts-legacy.cjs', context(SERVICE), next);
+    expect(tried).toEqual(['./ts-counter.mjs', './ts-counter.mts', './ts-legacy.cjs', './ts-legacy.cts']);
+  });
+
+  it('keeps the error when no .ts file is there', async () => {
+    await expect(resolve('./nothing.js', context(SERVICE), notFound)).rejects.toThrow("Cannot find module './nothing.js'");
+  });
+});
+
+describe('ts-hooks compilers', () => {
+  it('finds typescript before esbuild', () => {
+    expect(_findCompiler([SERVICE])?.name).toBe('typescript');
+  });
+
+  it('falls back to esbuild, whose errors name the file too', async () => {
+    const compiler = _findCompiler([SERVICE], ['esbuild']);
+    expect(compiler?.name).toBe('esbuild');
+    const js = compiler!.transpile('export enum Level { Low = 1, High }\nexport const top: Level = Level.High;\n', '/app/levels.ts', 'module');
+    const namespace = (await import(`data:text/javascript,${encodeURIComponent(js)}`)) as { top: number };
+    expect(namespace.top).toBe(2);
+    expect(() => compiler!.transpile(BROKEN, '/app/ts-broken.ts', 'module')).toThrow(
+      new SyntaxError('/app/ts-broken.ts:2:16 - error: Expected ")" but found ";"'),
+    );
+  });
+
+  it('fails with a clear error when no compiler can be found', () => {
+    const url = pathToFileURL(scratchFile('lonely.ts', 'export {};\n')).href;
+    expect(() => _compilerFor(url, pathToFileURL(join(scratch, 'own.js')).href)).toThrow(
+      new Error(`cannot load TypeScript module ${url}: no TypeScript compiler found (install typescript or run under tsx)`),
+    );
+  });
+});
+
+describe('_isTypeScriptUrl', () => {
+  it('accepts .ts, .mts and .cts file URLs, with a query or hash', () => {
+    expect(['a.ts', 'a.mts', 'a.cts', 'a.ts?v=1', 'a.mts#x'].map((name) => _isTypeScriptUrl(`file:///app/${name}`))).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
+  });
+
+  it('rejects JavaScript, TSX and non-file URLs', () => {
+    expect(['file:///app/a.js', 'file:///app/a.tsx', 'file:///app/a.js?x.ts', 'data:text/javascript,a.ts'].map(_isTypeScriptUrl)).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
+  });
+});
