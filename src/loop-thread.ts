@@ -51,7 +51,9 @@ export interface LoopRef {
   /**
    * Call export `name` there and return a ConcurrentFuture, whose `result(timeout)` may block
    * this thread until the reply arrives: for synchronous code of a worker thread (asyncio's
-   * `run_coroutine_threadsafe(...).result(timeout)` from a thread).
+   * `run_coroutine_threadsafe(...).result(timeout)` from a thread). If the thread exits
+   * meanwhile (process.exit, an uncaught error) the wait ends with its death; a thread killed
+   * without running JavaScript (terminate(), out of memory) cannot say so: give a timeout.
    */
   submit<T = unknown>(name: string, ...args: unknown[]): ConcurrentFuture<T>;
   /** A typed view: `ref.proxy<typeof import('./svc.js')>().add(1, 2)` is a `Future<number>`. */
@@ -185,8 +187,11 @@ export class LoopThread implements LoopRef {
       env: options.env,
     });
     const peer = `LoopThread '${name}'`;
+    const describeExit = exitDescriber(name, worker.threadId);
     const firstLink =
-      loop !== null && parentSide !== null ? new Link(loop, parentSide, functionTable(expose, `the parent of ${peer}`), peer, true) : null;
+      loop !== null && parentSide !== null
+        ? new Link(loop, parentSide, functionTable(expose, `the parent of ${peer}`), peer, true, describeExit)
+        : null;
 
     let thread: LoopThread | null = null;
     let failure: Error | null = null;
@@ -313,12 +318,20 @@ export class LoopThread implements LoopRef {
   }
 
   #linkFor(loop: EventLoop): Link {
+    if (loop.isClosed()) throw new RuntimeError('Event loop is closed');
     let link = this.#links.get(loop);
     if (link === undefined || link.isDead()) {
       const [here, there] = makeLinkPorts();
       const message: ToWorker = { type: 'link', ports: there };
       this.#worker.postMessage(message, [there.inPort, there.outPort]);
-      link = new Link(loop, here, functionTable({}, `a loop calling LoopThread '${this.name}'`), `LoopThread '${this.name}'`, true);
+      link = new Link(
+        loop,
+        here,
+        functionTable({}, `a loop calling LoopThread '${this.name}'`),
+        `LoopThread '${this.name}'`,
+        true,
+        exitDescriber(this.name, this.threadId),
+      );
       this.#links.set(loop, link);
       loop._addCloseHook(() => this.#links.delete(loop));
     }
@@ -345,6 +358,11 @@ export class LoopThread implements LoopRef {
     this.#death = makeError;
     for (const link of this.#links.values()) link._fail(makeError);
   }
+}
+
+/** The error of a thread that exited with `code`, as #onExit words it and a caller blocked in result(timeout) learns it. */
+function exitDescriber(name: string, threadId: number): (code: number) => Error {
+  return (code) => new RuntimeError(`LoopThread '${name}' (thread ${threadId}) died: it exited with code ${code}`);
 }
 
 function describeError(error: Error & { code?: string }): string {

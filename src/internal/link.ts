@@ -9,7 +9,7 @@
  * back to the caller's loop; cancelling the caller's Future cancels the remote Task; a remote
  * cancellation arrives as a cancelled Future.
  */
-import { receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
+import { isMainThread, receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
 import { ConcurrentFuture } from '../concurrent.js';
 import type { EventLoop, Flushable, InboxReceiver } from '../base-events.js';
 import { isCoroutine } from '../coroutines.js';
@@ -23,10 +23,13 @@ import {
   ARGS_ARRAY,
   ARGS_NONE,
   ARGS_ONE,
+  BELL_DEAD,
+  BELL_EXIT_CODE,
+  BELL_RINGS,
+  OP_BELL,
   OP_CALL,
   OP_CANCEL,
   OP_CANCELLED,
-  OP_BELL,
   OP_ERROR,
   OP_MASK,
   OP_NAME,
@@ -68,6 +71,25 @@ const found: Transferable[] = [];
 /** Where the side is: running, or dead with the error every call now fails with. */
 type Death = (() => Error) | null;
 
+/** The bells of peers that may block waiting for this thread, rung dead when it exits. */
+const peerBells = new Set<Int32Array>();
+let exitHookInstalled = false;
+
+function ringDeadOnExit(bell: Int32Array): void {
+  peerBells.add(bell);
+  // The main thread's exit ends every thread; a worker's must wake peers blocked on it.
+  if (exitHookInstalled || isMainThread) return;
+  exitHookInstalled = true;
+  process.on('exit', (code) => {
+    for (const peer of peerBells) {
+      Atomics.store(peer, BELL_EXIT_CODE, code);
+      Atomics.store(peer, BELL_DEAD, 1);
+      Atomics.add(peer, BELL_RINGS, 1);
+      Atomics.notify(peer, BELL_RINGS);
+    }
+  });
+}
+
 /** @internal One side of a link between two loops in different threads. */
 export class Link implements InboxReceiver, Flushable {
   /** The loop that dispatches what arrives and owns the Futures of calls made here. */
@@ -77,6 +99,8 @@ export class Link implements InboxReceiver, Flushable {
   readonly #target: CallTarget;
   /** How messages name the other side, e.g. "LoopThread 'worker-1'". */
   readonly #peer: string;
+  /** The error calls fail with when the peer's thread exited with `code` while this one was blocked. */
+  readonly #describeExit: (code: number) => Error;
   #outbox: unknown[] = [];
   #opTransfers: Map<number, Transferable[]> | null = null;
   #flushScheduled = false;
@@ -99,8 +123,16 @@ export class Link implements InboxReceiver, Flushable {
    * `ownedByThread`: the peer is a LoopThread whose worker events ('error', 'exit') report its
    * death with the cause, so the port closing (which may come first) says nothing.
    */
-  constructor(loop: EventLoop, ports: LinkPorts, target: CallTarget, peer: string, ownedByThread = false) {
+  constructor(
+    loop: EventLoop,
+    ports: LinkPorts,
+    target: CallTarget,
+    peer: string,
+    ownedByThread = false,
+    describeExit: (code: number) => Error = (code) => new RuntimeError(`${peer} died: it exited with code ${code}`),
+  ) {
     this.loop = loop;
+    this.#describeExit = describeExit;
     this.#in = ports.inPort;
     this.#out = ports.outPort;
     this.#target = target;
@@ -141,9 +173,11 @@ export class Link implements InboxReceiver, Flushable {
       settle(future as ConcurrentFuture<unknown>, OP_ERROR, death());
       return future;
     }
+    // The bell goes first: the peer must know it before the call runs (the call may end the thread).
+    const bell = this.#ensureBell();
     const id = ++this.#nextId;
     this.#pending.set(id, future as ConcurrentFuture<unknown>);
-    future._blocker = (timeout) => this.#block(future as ConcurrentFuture<unknown>, timeout);
+    future._blocker = (timeout) => this.#block(future as ConcurrentFuture<unknown>, bell, timeout);
     future.addDoneCallback((done) => {
       if (done.cancelled()) this._cancelRemote(id, null);
     });
@@ -152,25 +186,34 @@ export class Link implements InboxReceiver, Flushable {
   }
 
   /** Block this thread until `future` is done or `timeout` seconds passed, taking replies from the inbox port directly. */
-  #block(future: ConcurrentFuture<unknown>, timeout: number | null): void {
+  #ensureBell(): Int32Array {
     let bell = this.#bell;
     if (bell === null) {
-      bell = new Int32Array(new SharedArrayBuffer(4));
+      bell = new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
       this.#bell = bell;
       this.#push(OP_BELL, 0, bell, 0);
     }
+    return bell;
+  }
+
+  #block(future: ConcurrentFuture<unknown>, bell: Int32Array, timeout: number | null): void {
     // What was queued must leave before this thread stops running.
     this._flush();
     const deadline = timeout === null ? Infinity : performance.now() + Math.max(0, timeout) * 1000;
     for (;;) {
-      const rung = Atomics.load(bell, 0);
+      const rung = Atomics.load(bell, BELL_RINGS);
       for (let message = receiveMessageOnPort(this.#in); message !== undefined; message = receiveMessageOnPort(this.#in)) {
         this.#receive(message.message as unknown[]);
       }
       if (future.done() || this.#death !== null) return;
+      if (Atomics.load(bell, BELL_DEAD) !== 0) {
+        const code = Atomics.load(bell, BELL_EXIT_CODE);
+        this._fail(() => this.#describeExit(code));
+        return;
+      }
       const remaining = deadline - performance.now();
       if (remaining <= 0) return;
-      Atomics.wait(bell, 0, rung, remaining === Infinity ? undefined : remaining);
+      Atomics.wait(bell, BELL_RINGS, rung, remaining === Infinity ? undefined : remaining);
     }
   }
 
@@ -269,8 +312,8 @@ export class Link implements InboxReceiver, Flushable {
     }
     const bell = this.#peerBell;
     if (bell !== null) {
-      Atomics.add(bell, 0, 1);
-      Atomics.notify(bell, 0);
+      Atomics.add(bell, BELL_RINGS, 1);
+      Atomics.notify(bell, BELL_RINGS);
     }
   }
 
@@ -315,8 +358,9 @@ export class Link implements InboxReceiver, Flushable {
    * iteration (each call is isolated: its error goes to its caller or the exception handler).
    */
   _dispatch(batch: unknown[]): void {
-    this._dispatchReplies(batch);
-    if (batchHasCalls(batch)) this.loop.callSoon(runCalls, this, batch);
+    // A batch with calls is taken whole in one callback, so replies and calls keep their order.
+    if (batchHasCalls(batch)) this.loop.callSoon(runBatch, this, batch);
+    else this._dispatchReplies(batch);
   }
 
   /** @internal Take a batch that was already dispatched for its replies: only its calls remain. */
@@ -324,9 +368,18 @@ export class Link implements InboxReceiver, Flushable {
     if (batchHasCalls(batch)) this.loop.callSoon(runCalls, this, batch);
   }
 
-  /** @internal Complete the Futures of the replies in `batch`; learn names and bells. */
-  _dispatchReplies(batch: unknown[]): void {
+  /** @internal Take a whole batch, replies and calls in order, inside a loop callback. */
+  _runBatch(batch: unknown[]): void {
     for (let i = 0; i < batch.length; i += OP_SIZE) {
+      const op = (batch[i] as number) & OP_MASK;
+      if (op === OP_CALL || op === OP_NOTIFY || op === OP_CANCEL) this._runCalls(batch, i, i + OP_SIZE);
+      else this._dispatchReplies(batch, i, i + OP_SIZE);
+    }
+  }
+
+  /** @internal Complete the Futures of the replies in `batch` (or a slice of it); learn names and bells. */
+  _dispatchReplies(batch: unknown[], from = 0, to = batch.length): void {
+    for (let i = from; i < to; i += OP_SIZE) {
       const op = (batch[i] as number) & OP_MASK;
       const id = batch[i + 1] as number;
       const a = batch[i + 2];
@@ -337,6 +390,7 @@ export class Link implements InboxReceiver, Flushable {
           break;
         case OP_BELL:
           this.#peerBell = a as Int32Array;
+          ringDeadOnExit(this.#peerBell);
           break;
         case OP_NAME:
           this.#names[id] = a as string;
@@ -356,9 +410,9 @@ export class Link implements InboxReceiver, Flushable {
     }
   }
 
-  /** @internal Run the calls and cancellations of a batch, in order. */
-  _runCalls(batch: unknown[]): void {
-    for (let i = 0; i < batch.length; i += OP_SIZE) {
+  /** @internal Run the calls and cancellations of a batch (or a slice of it), in order. */
+  _runCalls(batch: unknown[], from = 0, to = batch.length): void {
+    for (let i = from; i < to; i += OP_SIZE) {
       const first = batch[i] as number;
       const op = first & OP_MASK;
       if (op === OP_CALL || op === OP_NOTIFY) {
@@ -461,6 +515,10 @@ function batchHasCalls(batch: unknown[]): boolean {
 
 function runCalls(link: Link, batch: unknown[]): void {
   link._runCalls(batch);
+}
+
+function runBatch(link: Link, batch: unknown[]): void {
+  link._runBatch(batch);
 }
 
 /** Name the first argument that structured clone refuses, with its type. */

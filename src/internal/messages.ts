@@ -24,9 +24,16 @@ export const OP_CANCELLED = 6;
 export const OP_NAME = 7;
 /**
  * `[BELL, 0, Int32Array on a SharedArrayBuffer, 0]`: after each batch posted to the sender of
- * this record, ring the bell (add 1, notify): the sender may be blocked waiting for a reply.
+ * this record, ring the bell (add 1 to BELL_RINGS, notify): the sender may be blocked waiting
+ * for a reply. A thread that exits sets BELL_DEAD and BELL_EXIT_CODE and rings once more.
  */
 export const OP_BELL = 8;
+/** The bell's slots: how often it rang... */
+export const BELL_RINGS = 0;
+/** ...whether the ringing thread exited... */
+export const BELL_DEAD = 1;
+/** ...and its exit code. */
+export const BELL_EXIT_CODE = 2;
 /** The slots of one operation record. */
 export const OP_SIZE = 4;
 /** The low bits of a record's first slot hold the operation... */

@@ -1,0 +1,36 @@
+/**
+ * Futures chained across threads: the main loop asks the pricing thread, which asks the
+ * inventory thread through the main loop; then a remote call is cancelled by a timeout and the
+ * remote `finally` reports back.
+ *
+ * Run: npm run build && node dist/examples/chaining.js
+ */
+import { LoopThread, TimeoutError, ensureFuture, run, waitFor, type Coroutine } from '../src/index.js';
+
+function* main(): Coroutine<void> {
+  const inventory = yield* ensureFuture(
+    LoopThread.start(new URL('./services/inventory.js', import.meta.url), {
+      name: 'inventory',
+      expose: { report: (line: string) => console.log(line) },
+    }),
+  );
+  const pricing = yield* ensureFuture(
+    LoopThread.start(new URL('./services/pricing.js', import.meta.url), {
+      name: 'pricing',
+      // The pricing thread reaches the inventory thread through this loop: a chain of futures.
+      expose: { inventoryAvailable: (item: string) => inventory.call<number>('available', item) },
+    }),
+  );
+  const quote = yield* pricing.call<number>('quote', 'apple', 10);
+  console.log(`10 apples cost ${quote} (pricing -> main -> inventory -> main -> pricing -> main)`);
+
+  try {
+    yield* waitFor(inventory.call<string>('audit', 60), 0.2);
+  } catch (error) {
+    if (!(error instanceof TimeoutError)) throw error;
+    console.log('audit timed out after 0.2 s: the remote task was cancelled');
+  }
+  yield* ensureFuture(Promise.all([inventory.close(), pricing.close()]));
+}
+
+await run(main());

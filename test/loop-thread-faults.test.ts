@@ -1,0 +1,437 @@
+/**
+ * LoopThread faults, with real worker threads: modules that cannot be loaded, threads that die
+ * mid-call (exit, uncaught error, terminate, out of memory), values that cannot be cloned,
+ * names that are not exported functions, close(), and the lifetime of the process.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  CancelledError,
+  EventLoop,
+  Future,
+  LoopThread,
+  RuntimeError,
+  gather,
+  getRunningLoop,
+  newEventLoop,
+  setEventLoop,
+  type Coroutine,
+  type ExceptionContext,
+  type LoopThreadOptions,
+} from '../src/index.js';
+import { Recorder, Threads, awaitPromise, errorOf, outcome } from './fixtures/lt-harness.js';
+
+const SERVICE = new URL('./fixtures/lt-service.mjs', import.meta.url);
+
+let loop: EventLoop;
+let threads: Threads;
+
+beforeEach(() => {
+  loop = newEventLoop();
+  setEventLoop(loop);
+  threads = new Threads();
+});
+
+afterEach(async () => {
+  await threads.endAll();
+  loop.close();
+  setEventLoop(null);
+});
+
+describe('LoopThread.start failures', () => {
+  it("rejects with the module's own error when the module throws while it is imported", async () => {
+    const error = await LoopThread.start(new URL('./fixtures/lt-import-error.mjs', import.meta.url)).then(
+      () => null,
+      (caught: unknown) => caught as RangeError & { code?: string },
+    );
+    expect(error).toBeInstanceOf(RangeError);
+    expect(error!.message).toBe('the service is misconfigured');
+    expect(error!.code).toBe('E_CONFIG');
+    expect(error!.stack).toMatch(/^RangeError: the service is misconfigured\n\s+at .*lt-import-error\.mjs:\d+:\d+/);
+  });
+
+  it('rejects with the SyntaxError of a module that does not parse', async () => {
+    const start = LoopThread.start(new URL('./fixtures/lt-syntax-error.mjs', import.meta.url));
+    await expect(start).rejects.toThrow(SyntaxError);
+    await expect(start).rejects.toThrow('Unexpected end of input');
+  });
+
+  it('rejects with ERR_MODULE_NOT_FOUND for a missing module', async () => {
+    const missing = new URL('./fixtures/lt-missing.mjs', import.meta.url);
+    const error = await LoopThread.start(missing).then(
+      () => null,
+      (caught: unknown) => caught as Error & { code?: string; url?: string },
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect(error!.code).toBe('ERR_MODULE_NOT_FOUND');
+    expect(error!.url).toBe(missing.href);
+    expect(error!.message).toMatch(new RegExp(`^Cannot find module '${fileURLToPath(missing)}' imported from `));
+  });
+
+  it('refuses a relative path or a value that is not a URL', async () => {
+    await expect(LoopThread.start('./fixtures/lt-service.mjs')).rejects.toThrow(
+      new TypeError("LoopThread.start() needs an absolute path or a file: URL, got './fixtures/lt-service.mjs'"),
+    );
+    await expect(LoopThread.start(42 as never)).rejects.toThrow(
+      new TypeError('LoopThread.start() needs a module URL or an absolute path, got number'),
+    );
+  });
+});
+
+/** How a test makes the thread die while calls are pending. */
+type Killer = (thread: LoopThread, pending: Array<Future<unknown>>) => void;
+
+interface Death {
+  thread: LoopThread;
+  /** The error of every call that was pending. */
+  errors: Error[];
+  /** For each pending call, whether all of them were done when its done callback ran. */
+  allDoneAtEach: boolean[];
+}
+
+/** Start a thread, park three calls in it, let `kill` end it, and collect how the calls ended. */
+function dieMidCall(name: string, kill: Killer, options: LoopThreadOptions = {}): Promise<Death> {
+  const recorder = new Recorder();
+  return loop.runUntilComplete(
+    (function* (): Coroutine<Death> {
+      const thread = yield* threads.start(SERVICE, { name, expose: { record: recorder.record }, ...options });
+      const pending: Array<Future<unknown>> = [thread.call('park', 'a'), thread.call('park', 'b'), thread.call('slowAdd', 1, 2, 3600)];
+      yield* recorder.until('b: started');
+      kill(thread, pending);
+      const allDoneAtEach: boolean[] = [];
+      for (const future of pending) future.addDoneCallback(() => allDoneAtEach.push(pending.every((f) => f.done())));
+      const results = yield* gather(pending, { returnExceptions: true });
+      // The done callbacks were scheduled before gather's wake-up; let them all run.
+      yield;
+      return { thread, errors: results as Error[], allDoneAtEach };
+    })(),
+  );
+}
+
+/** Check that every pending call failed with `message`, at once, and that later calls fail at once. */
+function expectDead({ thread, errors, allDoneAtEach }: Death, message: string): void {
+  expect(allDoneAtEach).toEqual(errors.map(() => true));
+  for (const error of errors) {
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error.message).toBe(message);
+  }
+  expect(thread.isDead()).toBe(true);
+  const later = thread.call('add', 1, 2);
+  expect(later.getLoop()).toBe(loop);
+  expect(later.done()).toBe(true);
+  expect(later.exception()).toBeInstanceOf(RuntimeError);
+  expect(later.exception()!.message).toBe(message);
+  expect(() => thread.callSoonThreadsafe('add', 1, 2)).toThrow(new RuntimeError(message));
+}
+
+describe('a LoopThread that dies mid-call', () => {
+  it('fails every pending call at once when the thread calls process.exit(code)', async () => {
+    const death = await dieMidCall('exiting', (thread, pending) => pending.push(thread.call('exitNow', 3)));
+    expect(death.errors).toHaveLength(4);
+    expectDead(death, `LoopThread 'exiting' (thread ${death.thread.threadId}) died: it exited with code 3`);
+  });
+
+  it('fails every pending call at once on an uncaught error, which becomes the cause', async () => {
+    const death = await dieMidCall('crashing', (thread) => thread.callSoonThreadsafe('crashLater'));
+    expectDead(death, `LoopThread 'crashing' (thread ${death.thread.threadId}) died: uncaught Error: boom in a timer`);
+    const cause = death.errors[0]!.cause as Error;
+    expect(cause).toBeInstanceOf(Error);
+    expect(cause.message).toBe('boom in a timer');
+    expect(cause.stack).toMatch(/^Error: boom in a timer\n\s+at Timeout\._onTimeout .*lt-service\.mjs/);
+  });
+
+  it('fails every pending call at once when the thread is terminated', async () => {
+    const ended: Array<Promise<void>> = [];
+    const death = await dieMidCall('terminated', (thread) => ended.push(thread.terminate()));
+    await Promise.all(ended);
+    expectDead(death, `LoopThread 'terminated' (thread ${death.thread.threadId}) died: it was terminated`);
+  });
+
+  it('fails every pending call at once when the thread runs out of memory', async () => {
+    const death = await dieMidCall('hungry', (thread, pending) => pending.push(thread.call('hog')), {
+      resourceLimits: { maxOldGenerationSizeMb: 16 },
+    });
+    expect(death.errors).toHaveLength(4);
+    expectDead(death, `LoopThread 'hungry' (thread ${death.thread.threadId}) died: it ran out of memory (resourceLimits exceeded)`);
+  });
+
+  it('fails the calls of every loop that called it, and close() still resolves', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'shared' });
+    const other = newEventLoop();
+    try {
+      // A call of another loop, left pending while that loop is stopped.
+      // Futures are thenables: they travel out of runUntilComplete inside an object.
+      const { call: stranded } = await other.runUntilComplete(
+        (function* () {
+          const call = thread.call('slowAdd', 1, 1, 3600);
+          yield* thread.call('add', 0, 0);
+          return { call };
+        })(),
+      );
+      const { call: mine } = await loop.runUntilComplete(
+        (function* () {
+          const call = thread.call('slowAdd', 2, 2, 3600);
+          yield* outcome(thread.call('exitNow', 9));
+          return { call };
+        })(),
+      );
+      const message = `LoopThread 'shared' (thread ${thread.threadId}) died: it exited with code 9`;
+      expect(mine.exception()!.message).toBe(message);
+      expect(stranded.exception()!.message).toBe(message);
+      await thread.close();
+      expect(thread.isDead()).toBe(true);
+    } finally {
+      other.close();
+    }
+  });
+});
+
+describe('a LoopThread that dies during submit()', () => {
+  it('fails a pending submitted call with the same error', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'submitted' });
+    const submitted = thread.submit('slowAdd', 1, 2, 3600);
+    const done = new Promise<void>((resolve) => submitted.addDoneCallback(() => resolve()));
+    await thread.terminate();
+    await done;
+    const error = submitted.exception();
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error!.message).toBe(`LoopThread 'submitted' (thread ${thread.threadId}) died: it was terminated`);
+    const later = thread.submit('add', 1, 2);
+    expect(later.done()).toBe(true);
+    expect(later.exception()!.message).toBe(error!.message);
+  });
+
+  it('wakes a caller blocked in result(timeout) when the thread exits meanwhile', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'blocked' });
+    const submitted = thread.submit('exitNow', 4);
+    let caught: unknown = null;
+    try {
+      // Far longer than an exit takes: a caller that is not woken sees TimeoutError instead.
+      submitted.result(10);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(RuntimeError);
+    expect((caught as Error).message).toBe(`LoopThread 'blocked' (thread ${thread.threadId}) died: it exited with code 4`);
+  }, 30_000);
+});
+
+describe('values that cannot be cloned', () => {
+  it.each([
+    ['a function', () => 1, 'Function'],
+    ['a symbol', Symbol('s'), 'symbol'],
+    ['a WeakMap', new WeakMap(), 'WeakMap'],
+    ['an object holding a function', { callback: () => 1 }, 'Object'],
+  ])('as an argument (%s): the call fails with a TypeError naming its type; both loops go on', async (_what, value, type) => {
+    const thread = await threads.startOutside(SERVICE, { name: 'svc' });
+    const seen = await loop.runUntilComplete(
+      (function* () {
+        const failed = yield* outcome(thread.call('echo', 'fine', value));
+        return { failed: errorOf(failed), next: yield* thread.call('add', 1, 2) };
+      })(),
+    );
+    expect(seen.failed).toBeInstanceOf(TypeError);
+    expect(seen.failed.message).toMatch(
+      new RegExp(`^cannot send call 'echo' to LoopThread 'svc': argument 2 \\(${type}\\) cannot be cloned \\(.+\\)$`),
+    );
+    expect(seen.next).toBe(3);
+  });
+
+  it('fails only that call among the calls of the same burst', async () => {
+    const thread = await threads.startOutside(SERVICE);
+    const results = await loop.runUntilComplete(
+      (function* () {
+        const calls = [thread.call('echo', 'first'), thread.call('echo', () => 1), thread.call('echo', 'third')];
+        return yield* gather(calls, { returnExceptions: true });
+      })(),
+    );
+    expect(results[0]).toBe('first');
+    expect(results[1]).toBeInstanceOf(TypeError);
+    expect(results[2]).toBe('third');
+  });
+
+  it('as a result: the call fails with a TypeError naming its type; the thread goes on', async () => {
+    const thread = await threads.startOutside(SERVICE);
+    const seen = await loop.runUntilComplete(
+      (function* () {
+        const failed = yield* outcome(thread.call('uncloneable'));
+        return { failed: errorOf(failed), next: yield* thread.call('add', 1, 2) };
+      })(),
+    );
+    expect(seen.failed).toBeInstanceOf(TypeError);
+    expect(seen.failed.message).toMatch(/^the result of 'uncloneable' cannot be sent to .+: Function cannot be cloned \(.+\)$/);
+    expect(seen.next).toBe(3);
+  });
+
+  it('as an argument of callSoonThreadsafe: the TypeError goes to the exception handler', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'svc' });
+    const contexts: ExceptionContext[] = [];
+    loop.setExceptionHandler((_loop, context) => contexts.push(context));
+    const next = await loop.runUntilComplete(
+      (function* () {
+        thread.callSoonThreadsafe('push', () => 1);
+        return yield* thread.call('add', 1, 2);
+      })(),
+    );
+    expect(next).toBe(3);
+    expect(contexts).toHaveLength(1);
+    const error = contexts[0]!.exception as Error;
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error.message).toMatch(/^cannot send callSoonThreadsafe 'push' to LoopThread 'svc': argument 1 \(Function\) cannot be cloned \(.+\)$/);
+    expect(contexts[0]!.message).toBe(error.message);
+  });
+});
+
+describe('names that are not exported functions', () => {
+  it.each(['missing', '__proto__', 'constructor', 'toString', 'hasOwnProperty', 'then'])(
+    "refuses '%s' at call time with a TypeError",
+    async (name) => {
+      const thread = await threads.startOutside(SERVICE, { name: 'svc' });
+      const message = `'${name}' is not a function exported by ${SERVICE.href} (LoopThread 'svc')`;
+      expect(() => thread.call(name)).toThrow(new TypeError(message));
+      expect(() => thread.callSoonThreadsafe(name)).toThrow(new TypeError(message));
+      expect(await loop.runUntilComplete(thread.call('add', 1, 2))).toBe(3);
+    },
+  );
+
+  it('refuses an export that is not a function', async () => {
+    const thread = await threads.startOutside(SERVICE);
+    const message = `'notAFunction' exported by ${SERVICE.href} is not a function`;
+    expect(() => thread.call('notAFunction')).toThrow(new TypeError(message));
+    expect(() => thread.callSoonThreadsafe('notAFunction')).toThrow(new TypeError(message));
+  });
+
+  it('refuses a name that is not a string', async () => {
+    const thread = await threads.startOutside(SERVICE);
+    expect(() => thread.call(42 as never)).toThrow(new TypeError('a function name must be a string, got number'));
+    expect(() => thread.callSoonThreadsafe(Symbol.iterator as never)).toThrow(
+      new TypeError('a function name must be a string, got symbol'),
+    );
+  });
+});
+
+describe('LoopThread.close', () => {
+  it('cancels the remote tasks, lets their finally run, cancels pending calls and ends the thread', async () => {
+    const recorder = new Recorder();
+    const seen = await loop.runUntilComplete(
+      (function* () {
+        const thread = yield* threads.start(SERVICE, { name: 'closing', expose: { record: recorder.record } });
+        const parked = [thread.call('park', 'a'), thread.call('park', 'b')];
+        yield* recorder.until('a: started');
+        yield* recorder.until('b: started');
+        const closing = thread.close();
+        expect(thread.close()).toBe(closing);
+        yield* awaitPromise(closing);
+        // The thread's last notifications are queued behind the reply that ended the calls.
+        yield* recorder.until('b: finally');
+        return { thread, parked };
+      })(),
+    );
+    expect(seen.parked.map((call) => call.cancelled())).toEqual([true, true]);
+    expect([...recorder.lines].sort()).toEqual([
+      'a: cancelled ()',
+      'a: finally',
+      'a: started',
+      'b: cancelled ()',
+      'b: finally',
+      'b: started',
+    ]);
+    expect(seen.thread.isDead()).toBe(true);
+    const message = "LoopThread 'closing' is closed";
+    const later = seen.thread.call('add', 1, 2);
+    expect(later.done()).toBe(true);
+    expect(later.exception()).toEqual(new RuntimeError(message));
+    expect(() => seen.thread.callSoonThreadsafe('add', 1, 2)).toThrow(new RuntimeError(message));
+  });
+
+  it('ends a call made while the thread closes: cancelled there, or refused as closed', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'closing' });
+    const closing = thread.close();
+    const late = thread.call('slowAdd', 1, 2, 3600);
+    await closing;
+    await loop.runUntilComplete(
+      (function* () {
+        yield* outcome(late);
+      })(),
+    );
+    expect(late.done()).toBe(true);
+    if (!late.cancelled()) expect(late.exception()).toEqual(new RuntimeError("LoopThread 'closing' is closed"));
+  });
+
+  it('is idempotent: every call returns the same Promise, also once the thread is gone', async () => {
+    const thread = await threads.startOutside(SERVICE);
+    const first = thread.close();
+    expect(thread.close()).toBe(first);
+    await first;
+    expect(thread.isDead()).toBe(true);
+    expect(thread.close()).toBe(first);
+  });
+
+  it('resolves for a thread that already died', async () => {
+    const thread = await threads.startOutside(SERVICE);
+    await thread.terminate();
+    expect(thread.isDead()).toBe(true);
+    await expect(thread.close()).resolves.toBeUndefined();
+  });
+
+  it('ends calls that were pending with CancelledError for the caller', async () => {
+    const thread = await threads.startOutside(SERVICE);
+    const result = await loop.runUntilComplete(
+      (function* () {
+        const call = thread.call('slowAdd', 1, 2, 3600);
+        yield* thread.call('add', 0, 0);
+        const closing = thread.close();
+        const awaited = yield* outcome(call);
+        yield* awaitPromise(closing);
+        return { awaited, running: getRunningLoop() === loop };
+      })(),
+    );
+    expect(errorOf(result.awaited)).toBeInstanceOf(CancelledError);
+    expect(result.running).toBe(true);
+  });
+});
+
+describe('the process', () => {
+  interface Exit {
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stdout: string;
+    stderr: string;
+  }
+
+  /** Run test/fixtures/lt-exit-child.mjs in `mode`; a child still alive after 15 s is killed. */
+  function runChild(mode: string): Promise<Exit> {
+    const script = fileURLToPath(new URL('./fixtures/lt-exit-child.mjs', import.meta.url));
+    const child = spawn(process.execPath, [script, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const guard = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    return new Promise((resolve) => {
+      child.on('close', (code, signal) => {
+        clearTimeout(guard);
+        resolve({ code, signal, stdout, stderr });
+      });
+    });
+  }
+
+  it('exits once its main loop is done, though a LoopThread still runs', async () => {
+    await expect(runChild('left-running')).resolves.toEqual({
+      code: 0,
+      signal: null,
+      stdout: 'sum 3\nmain done\n',
+      stderr: '',
+    });
+  });
+
+  it('exits though the thread keeps sending to the inbox of a stopped loop', async () => {
+    await expect(runChild('stopped-inbox')).resolves.toEqual({
+      code: 0,
+      signal: null,
+      stdout: 'ticks arrive\nloop stopped\n',
+      stderr: '',
+    });
+  });
+});
