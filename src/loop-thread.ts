@@ -3,8 +3,6 @@
  * one module; loops call each other's exported functions through links (src/internal/link.ts),
  * and the hosted module reaches the loop that started it through `parentLoop()`.
  */
-import { isAbsolute } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { MessageChannel, Worker, parentPort, workerData, type ResourceLimits } from 'node:worker_threads';
 import type { EventLoop } from './base-events.js';
 import type { Coroutine } from './coroutines.js';
@@ -19,6 +17,7 @@ import type { FromWorker, LinkPorts, LoopThreadData, ToWorker } from './internal
 import { _getRunningLoop } from './internal/running.js';
 import { allTasks, currentTask } from './task.js';
 import { gather } from './tasks.js';
+import { _moduleUrlOf } from './worker-fn.js';
 
 /** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
 const HOST_ENTRY = new URL(
@@ -75,16 +74,6 @@ export interface LoopThreadOptions {
   execArgv?: string[];
   /** The worker's `process.env` (default: a copy of the parent's). */
   env?: Record<string, string | undefined>;
-}
-
-function toModuleUrl(moduleUrl: string | URL): string {
-  if (moduleUrl instanceof URL) return moduleUrl.href;
-  if (typeof moduleUrl !== 'string') {
-    throw new TypeError(`LoopThread.start() needs a module URL or an absolute path, got ${typeof moduleUrl}`);
-  }
-  if (moduleUrl.startsWith('file:') || moduleUrl.startsWith('data:')) return moduleUrl;
-  if (isAbsolute(moduleUrl)) return pathToFileURL(moduleUrl).href;
-  throw new TypeError(`LoopThread.start() needs an absolute path or a file: URL, got '${moduleUrl}'`);
 }
 
 /** Two channels make a link: each side listens on one and posts on the other. */
@@ -167,7 +156,7 @@ export class LoopThread implements LoopRef {
    * the thread's loop runs, rejects with the module's error when it cannot be loaded.
    */
   static async start(moduleUrl: string | URL, options: LoopThreadOptions = {}): Promise<LoopThread> {
-    const url = toModuleUrl(moduleUrl);
+    const url = _moduleUrlOf(moduleUrl, 'LoopThread.start()');
     const name = options.name ?? `LoopThread-${++threadCounter}`;
     const loop = _getRunningLoop();
     const expose = options.expose ?? {};

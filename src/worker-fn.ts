@@ -48,26 +48,32 @@ export function workerFn<A extends unknown[] = unknown[], R = unknown>(
   moduleUrl: string | URL,
   exportName: string = 'default',
 ): WorkerFn<A, R> {
-  const url = normalizeModuleUrl(moduleUrl);
+  const url = _moduleUrlOf(moduleUrl, 'workerFn()');
   if (typeof exportName !== 'string' || exportName === '') {
     throw new TypeError(`workerFn() exportName must be a non-empty string, got ${repr(exportName)}`);
   }
   return Object.freeze({ moduleUrl: url, exportName });
 }
 
-function normalizeModuleUrl(moduleUrl: unknown): string {
+/**
+ * The href of a module given as a URL, a `file:` href or an absolute path; a TypeError naming
+ * `caller` (e.g. `'workerFn()'`) otherwise.
+ *
+ * @internal
+ */
+export function _moduleUrlOf(moduleUrl: unknown, caller: string): string {
   if (moduleUrl instanceof URL) return moduleUrl.href;
   if (typeof moduleUrl === 'string') {
     if (/^file:/i.test(moduleUrl)) {
       try {
         return new URL(moduleUrl).href;
       } catch {
-        throw new TypeError(`workerFn() got an invalid file: URL ${repr(moduleUrl)}`);
+        throw new TypeError(`${caller} got an invalid file: URL ${repr(moduleUrl)}`);
       }
     }
     if (isAbsolute(moduleUrl)) return pathToFileURL(moduleUrl).href;
   }
-  throw new TypeError(`workerFn() needs an absolute path or a file: URL, got ${repr(moduleUrl)}`);
+  throw new TypeError(`${caller} needs an absolute path or a file: URL, got ${repr(moduleUrl)}`);
 }
 
 /**

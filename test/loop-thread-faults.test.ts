@@ -74,7 +74,7 @@ describe('LoopThread.start failures', () => {
       new TypeError("LoopThread.start() needs an absolute path or a file: URL, got './fixtures/lt-service.mjs'"),
     );
     await expect(LoopThread.start(42 as never)).rejects.toThrow(
-      new TypeError('LoopThread.start() needs a module URL or an absolute path, got number'),
+      new TypeError('LoopThread.start() needs an absolute path or a file: URL, got 42'),
     );
   });
 });
