@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { coreWorkloads } from './core.js';
+import { executorWorkloads } from './executor.js';
 import { threadWorkloads } from './threads.js';
 import { toolkitWorkloads } from './toolkit.js';
 import { renderTable, type Row } from './harness.js';
@@ -17,6 +18,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['core', coreWorkloads],
   ['toolkit', toolkitWorkloads],
   ['threads', threadWorkloads],
+  ['executor', executorWorkloads],
 ];
 
 const header = `multiloop bench — Node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), medians of several runs`;

@@ -19,6 +19,9 @@ import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { Task, ensureFuture } from './task.js';
 import type { Coroutine, Awaitable } from './coroutines.js';
+import { wrapFuture } from './concurrent.js';
+import { createDefaultExecutor, type Executor } from './executor.js';
+import { isWorkerFn, type WorkerFn } from './worker-fn.js';
 
 /** asyncio: purge the timer heap when it holds more than this many timers... */
 const MIN_SCHEDULED_TIMER_HANDLES = 100;
@@ -81,10 +84,6 @@ export interface Flushable {
   _flush(): void;
 }
 
-/** What the loop needs of its default executor at shutdown (the full interface comes with executors). */
-export interface ShutdownTarget {
-  shutdown(wait?: boolean): Promise<void>;
-}
 
 function checkCallback(callback: unknown, method: string, debug: boolean): void {
   if (typeof callback !== 'function') {
@@ -149,7 +148,7 @@ export class EventLoop {
   #flushes: Flushable[] = [];
   #closeHooks: Array<() => void> = [];
   #taskFactory: TaskFactory | null = null;
-  #defaultExecutor: ShutdownTarget | null = null;
+  #defaultExecutor: Executor | null = null;
   #executorShutdownCalled = false;
 
   /** @internal The task whose step runs now (asyncio's `_current_tasks[loop]`). */
@@ -522,19 +521,47 @@ export class EventLoop {
     return future;
   }
 
-  /** @internal The default executor, for `runInExecutor(null, ...)`. */
-  _getDefaultExecutor(): ShutdownTarget | null {
-    return this.#defaultExecutor;
+  /**
+   * Run `fn(...args)` in `executor`, or in the loop's default executor (a piscina pool created
+   * on first use) when null; returns a Future of this loop (run_in_executor). Cancelling the
+   * Future of a queued job removes it from the queue; a running job runs on, as in asyncio.
+   *
+   * @example
+   * ```ts
+   * const digest = yield* loop.runInExecutor(null, workerFn<[Uint8Array], string>(hashUrl, 'sha256'), data);
+   * ```
+   */
+  runInExecutor<A extends unknown[], R>(executor: Executor | null, fn: WorkerFn<A, R>, ...args: A): Future<R> {
+    this.#checkClosed();
+    if (!isWorkerFn(fn)) {
+      throw new TypeError(`runInExecutor() needs a WorkerFn (workerFn(moduleUrl, exportName)), got ${repr(fn)}`);
+    }
+    let target = executor;
+    if (target === null) {
+      if (this.#executorShutdownCalled) throw new RuntimeError('Executor shutdown has been called');
+      target = this.#defaultExecutor ??= createDefaultExecutor();
+    }
+    return wrapFuture<R>(target.submit<A, R>(fn, ...args), { loop: this });
   }
 
-  /** @internal Install the default executor; RuntimeError once shutdown was called. */
-  _setDefaultExecutor(executor: ShutdownTarget | null): void {
+  /**
+   * Replace the executor `runInExecutor(null, ...)` uses (set_default_executor).
+   *
+   * @example
+   * ```ts
+   * loop.setDefaultExecutor(new PiscinaExecutor({ maxThreads: 4 }));
+   * ```
+   */
+  setDefaultExecutor(executor: Executor): void {
+    if (
+      executor === null ||
+      typeof executor !== 'object' ||
+      typeof (executor as Partial<Executor>).submit !== 'function' ||
+      typeof (executor as Partial<Executor>).shutdown !== 'function'
+    ) {
+      throw new TypeError(`executor must be an Executor (with submit and shutdown methods), got ${repr(executor)}`);
+    }
     this.#defaultExecutor = executor;
-  }
-
-  /** @internal Whether `shutdownDefaultExecutor` was called. */
-  _executorShutdownCalled(): boolean {
-    return this.#executorShutdownCalled;
   }
 
   // ───────────────────────────── errors and debugging ─────────────────────────────

@@ -8,7 +8,7 @@ import { isMainThread, threadId } from 'node:worker_threads';
 import { EventLoop } from './base-events.js';
 import { RuntimeError } from './exceptions.js';
 import { typeName } from './internal/format.js';
-import { _getRunningLoop } from './internal/running.js';
+import { _getEventLoop, _getRunningLoop, _setPolicyLoop } from './internal/running.js';
 
 let threadName = isMainThread ? 'MainThread' : `Thread-${threadId}`;
 
@@ -106,8 +106,10 @@ export function getRunningLoop(): EventLoop {
  * ```
  */
 export function getEventLoop(): EventLoop {
-  return _getRunningLoop() ?? getEventLoopPolicy().getEventLoop();
+  return _getEventLoop();
 }
+
+_setPolicyLoop(() => getEventLoopPolicy().getEventLoop());
 
 /**
  * Set (or clear) this thread's current loop through the policy (set_event_loop).

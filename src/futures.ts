@@ -9,7 +9,7 @@
 import { Context, _currentVars, type VarMap } from './contextvars.js';
 import { CancelledError, InvalidStateError, RuntimeError } from './exceptions.js';
 import { describeCallback, repr } from './internal/format.js';
-import { getEventLoop } from './events.js';
+import { _getEventLoop } from './internal/running.js';
 import type { EventLoop, ExceptionContext } from './base-events.js';
 
 /** @internal */
@@ -97,7 +97,7 @@ export class Future<T = unknown> implements PromiseLike<T> {
     ) {
       throw new TypeError(`Future() takes an options object, got ${repr(options)}`);
     }
-    this._loop = options?.loop ?? getEventLoop();
+    this._loop = options?.loop ?? _getEventLoop();
   }
 
   /** The loop this future is bound to (get_loop). */

@@ -63,6 +63,15 @@ export { Timeout, timeout, timeoutAt } from './timeouts.js';
 export { TaskGroup } from './taskgroups.js';
 export { staggeredRace } from './staggered.js';
 export { Runner, run, type RunOptions } from './runners.js';
+export {
+  PiscinaExecutor,
+  createDefaultExecutor,
+  type Executor,
+  type ExecutorStatistics,
+  type PiscinaExecutorOptions,
+  type TimeSummary,
+} from './executor.js';
+export { toThread } from './threads.js';
 export { ConcurrentFuture, runCoroutineThreadsafe, wrapFuture } from './concurrent.js';
 export { move } from './transfer.js';
 export { workerFn, type WorkerFn } from './worker-fn.js';

@@ -10,7 +10,7 @@
  * cancellation arrives as a cancelled Future.
  */
 import { isMainThread, receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
-import { ConcurrentFuture } from '../concurrent.js';
+import { ConcurrentFuture } from './concurrent-future.js';
 import type { EventLoop, Flushable, InboxReceiver } from '../base-events.js';
 import { isCoroutine } from '../coroutines.js';
 import { CancelledError, RuntimeError } from '../exceptions.js';
