@@ -9,9 +9,11 @@ import { _isEscaping } from './exceptions.js';
 import { describeCallback, repr } from './internal/format.js';
 import type { EventLoop } from './base-events.js';
 
-/** @internal A callback with any arguments. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyCallback = (...args: any[]) => unknown;
+/** @internal A callback with any arguments (every function is assignable to it). */
+export type AnyCallback = (...args: never[]) => unknown;
+
+/** How the handle calls it: with whatever arguments were scheduled. */
+type Invoke = (...args: unknown[]) => unknown;
 
 /**
  * @internal What the ready queue holds: Handles, TimerHandles, and Tasks, which schedule their
@@ -106,7 +108,7 @@ export class Handle implements Runnable {
     let previous: Context | null = null;
     try {
       previous = this._context === null ? _enterVars(this._vars) : _enter(this._context);
-      const callback = this._callback as AnyCallback;
+      const callback = this._callback as Invoke;
       switch (this._argc) {
         case 0:
           callback();
