@@ -1,75 +1,150 @@
 /**
  * The multiloop showcase: `npm start`.
  *
- * A main coroutine on an asyncio-style loop: tasks started concurrently, a deadline enforced by
- * cancelling a slow task (its `finally` runs), context variables per task, and the loop's lag
- * measured while it works.
+ * One main loop, two LoopThreads and the default piscina pool, working at once:
+ * - the main loop offloads CPU-bound jobs to the pool and stays responsive: a probe measures
+ *   its lag the whole time;
+ * - it asks an inventory service and a pricing service, each on its own thread's loop; the
+ *   pricing thread reaches the inventory thread through the main loop, so futures chain across
+ *   three threads;
+ * - it cancels a remote audit by timeout, and the audit's `finally` (in its thread) reports back.
+ * On a terminal the counters update live; otherwise it prints plain lines. A summary table ends
+ * it; it finishes by itself in a few seconds.
  */
 import {
-  CancelledError,
-  ContextVar,
-  createTask,
-  currentTask,
+  LoopThread,
+  TimeoutError,
+  ensureFuture,
+  gather,
   getRunningLoop,
   run,
   sleep,
+  toThread,
+  waitFor,
+  workerFn,
   type Coroutine,
+  type Task,
 } from '../src/index.js';
 
-const requestId = new ContextVar<string>('requestId', { default: '-' });
+const JOBS = 24;
+const JOB_MS = 60;
+const QUOTES = 40;
+const crunch = workerFn<[number, number], number>(new URL('./jobs/crunch.js', import.meta.url), 'crunch');
+const tty = process.stdout.isTTY === true;
 
-function* worker(id: string, seconds: number): Coroutine<string> {
-  requestId.set(id);
-  const loop = getRunningLoop();
-  const started = loop.time();
-  yield* sleep(seconds);
-  return `${currentTask()?.getName()} served ${requestId.get()} in ${(loop.time() - started).toFixed(2)} s`;
+interface Progress {
+  jobsDone: number;
+  quotesDone: number;
+  lags: number[];
+  events: string[];
 }
 
-function* slow(log: string[]): Coroutine<void> {
-  try {
-    yield* sleep(60);
-  } finally {
-    log.push('slow task: finally ran after cancellation');
-  }
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
 }
 
-function* measureLag(samples: number[], stopAt: number): Coroutine<void> {
+function say(progress: Progress, line: string): void {
+  progress.events.push(line);
+  if (tty) process.stdout.write('\r\x1b[2K');
+  console.log(line);
+}
+
+function* probeLag(progress: Progress, running: () => boolean): Coroutine<void> {
   const loop = getRunningLoop();
-  while (loop.time() < stopAt) {
+  while (running()) {
     const before = loop.time();
-    yield* sleep(0.01);
-    samples.push((loop.time() - before - 0.01) * 1000);
+    yield* sleep(0.005);
+    progress.lags.push((loop.time() - before - 0.005) * 1000);
   }
+}
+
+function* showLive(progress: Progress, running: () => boolean): Coroutine<void> {
+  while (running()) {
+    yield* sleep(tty ? 0.1 : 1);
+    const bar = '#'.repeat(Math.round((progress.jobsDone / JOBS) * 20)).padEnd(20, '.');
+    const line = `[${bar}] pool jobs ${progress.jobsDone}/${JOBS} | quotes ${progress.quotesDone}/${QUOTES} | loop lag p99 ${percentile(progress.lags, 99).toFixed(1)} ms`;
+    if (tty) process.stdout.write(`\r\x1b[2K${line}`);
+    else console.log(line);
+  }
+  if (tty) process.stdout.write('\r\x1b[2K');
+}
+
+function* offload(progress: Progress): Coroutine<number> {
+  const jobs = Array.from({ length: JOBS }, (_, i) => {
+    const job = toThread(crunch, JOB_MS, i);
+    job.addDoneCallback(() => progress.jobsDone++);
+    return job;
+  });
+  const rounds = yield* gather(jobs);
+  return rounds.reduce((sum, n) => sum + n, 0);
+}
+
+function* quotes(progress: Progress, pricing: LoopThread): Coroutine<number> {
+  const items = ['apple', 'pear', 'plum'];
+  let total = 0;
+  for (let i = 0; i < QUOTES; i++) {
+    total += yield* pricing.call<number>('quote', items[i % items.length] as string, 1 + (i % 5));
+    progress.quotesDone++;
+  }
+  return Math.round(total * 100) / 100;
 }
 
 function* main(): Coroutine<void> {
   const loop = getRunningLoop();
-  const lag: number[] = [];
-  const lagTask = createTask(measureLag(lag, loop.time() + 0.5), { name: 'lag-probe' });
+  const progress: Progress = { jobsDone: 0, quotesDone: 0, lags: [], events: [] };
+  const started = loop.time();
+  let working = true;
+  const probe: Task<void> = loop.createTask(probeLag(progress, () => working), { name: 'lag-probe' });
+  const live: Task<void> = loop.createTask(showLive(progress, () => working), { name: 'live' });
 
-  const workers = ['alpha', 'beta', 'gamma'].map((id, i) =>
-    createTask(worker(id, 0.1 * (i + 1)), { name: `worker-${id}` }),
+  const inventory = yield* ensureFuture(
+    LoopThread.start(new URL('./services/inventory.js', import.meta.url), {
+      name: 'inventory',
+      expose: { report: (line: string) => say(progress, `  ↳ ${line}`) },
+    }),
   );
-  for (const task of workers) console.log(yield* task);
+  const pricing = yield* ensureFuture(
+    LoopThread.start(new URL('./services/pricing.js', import.meta.url), {
+      name: 'pricing',
+      // The pricing thread asks the inventory thread through this loop: futures chained across threads.
+      expose: { inventoryAvailable: (item: string) => inventory.call<number>('available', item) },
+    }),
+  );
+  say(progress, `started LoopThreads 'inventory' (thread ${inventory.threadId}) and 'pricing' (thread ${pricing.threadId})`);
 
-  const log: string[] = [];
-  const slowTask = createTask(slow(log), { name: 'slow' });
-  yield* sleep(0.05);
-  slowTask.cancel('deadline passed');
+  const offloading = loop.createTask(offload(progress), { name: 'offload' });
+  const quoting = loop.createTask(quotes(progress, pricing), { name: 'quotes' });
+
+  say(progress, 'asking inventory for a 60 s audit, with a 0.3 s timeout...');
+  let auditOutcome = 'completed';
   try {
-    yield* slowTask;
+    yield* waitFor(inventory.call<string>('audit', 60), 0.3);
   } catch (error) {
-    if (!(error instanceof CancelledError)) throw error;
-    console.log(`slow task cancelled: '${error.message}'`);
+    if (!(error instanceof TimeoutError)) throw error;
+    auditOutcome = 'timed out, remote task cancelled';
+    say(progress, 'audit timed out after 0.3 s: its remote task was cancelled');
   }
-  for (const line of log) console.log(line);
 
-  yield* lagTask;
-  const sorted = [...lag].sort((a, b) => a - b);
-  const p50 = sorted[Math.floor(sorted.length / 2)] ?? 0;
-  const max = sorted[sorted.length - 1] ?? 0;
-  console.log(`loop lag over ${lag.length} samples: p50 ${p50.toFixed(2)} ms, max ${max.toFixed(2)} ms`);
+  const [rounds, quoteTotal] = yield* gather(offloading, quoting);
+  yield* sleep(0.05); // let the audit's last report arrive
+  working = false;
+  yield* gather(probe, live);
+  yield* ensureFuture(Promise.all([inventory.close(), pricing.close()]));
+  const wall = loop.time() - started;
+
+  const rows: Array<[string, string]> = [
+    ['pool jobs', `${JOBS} × ${JOB_MS} ms CPU (${rounds} rounds), ${((JOBS * JOB_MS) / 1000).toFixed(2)} s of work`],
+    ['cross-thread quotes', `${QUOTES} calls main → pricing → main → inventory, total ${quoteTotal}`],
+    ['remote audit', auditOutcome],
+    ['main loop lag', `p50 ${percentile(progress.lags, 50).toFixed(2)} ms, p99 ${percentile(progress.lags, 99).toFixed(2)} ms, max ${percentile(progress.lags, 100).toFixed(2)} ms over ${progress.lags.length} probes`],
+    ['wall time', `${wall.toFixed(2)} s`],
+  ];
+  const width = Math.max(...rows.map(([name]) => name.length));
+  console.log('\nsummary');
+  console.log(`${'─'.repeat(width + 2)}┬${'─'.repeat(60)}`);
+  for (const [name, value] of rows) console.log(` ${name.padEnd(width)} │ ${value}`);
 }
 
 await run(main());

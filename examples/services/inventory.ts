@@ -30,7 +30,9 @@ export function* audit(seconds: number): Coroutine<string> {
     yield* sleep(seconds);
     return 'audit complete';
   } catch (error) {
-    if (error instanceof CancelledError) yield* parentLoop()!.call('report', `inventory: audit cancelled (${error.message})`);
+    if (error instanceof CancelledError) {
+      yield* parentLoop()!.call('report', `inventory: audit cancelled${error.message === '' ? '' : ` (${error.message})`}`);
+    }
     throw error;
   } finally {
     yield* parentLoop()!.call('report', 'inventory: audit finally ran');
