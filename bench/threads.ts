@@ -2,7 +2,7 @@
  * Workloads across threads: a ping-pong between loops in two threads (round-trip p50/p99) and a
  * one-way callSoonThreadsafe burst, each beside a raw MessagePort doing the same in the same run.
  */
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { LoopThread, ensureFuture, run, type Coroutine } from '../src/index.js';
 import { median, now, percentile, perSecond, type Row } from './harness.js';
 
@@ -34,7 +34,7 @@ function* loopBurst(thread: LoopThread, count: number): Coroutine<number> {
   return perSecond(count, took);
 }
 
-function rawPingPong(worker: Worker, count: number): Promise<PingPong> {
+function rawPingPong(port: MessagePort, count: number): Promise<PingPong> {
   return new Promise((resolve) => {
     const samples: number[] = [];
     let i = 0;
@@ -42,27 +42,27 @@ function rawPingPong(worker: Worker, count: number): Promise<PingPong> {
     const onMessage = (): void => {
       samples.push((now() - started) * 1000);
       if (++i === count) {
-        worker.off('message', onMessage);
+        port.off('message', onMessage);
         resolve({ p50: percentile(samples, 50), p99: percentile(samples, 99) });
         return;
       }
       started = now();
-      worker.postMessage(i);
+      port.postMessage(i);
     };
-    worker.on('message', onMessage);
-    worker.postMessage(i);
+    port.on('message', onMessage);
+    port.postMessage(i);
   });
 }
 
-function rawBurst(worker: Worker, count: number): Promise<number> {
+function rawBurst(port: MessagePort, count: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = now();
-    worker.once('message', (seen: number) => {
+    port.once('message', (seen: number) => {
       if (seen !== count) reject(new Error(`raw burst delivered ${seen} of ${count}`));
       else resolve(perSecond(count, now() - started));
     });
-    for (let i = 0; i < count; i++) worker.postMessage(-1);
-    worker.postMessage('take');
+    for (let i = 0; i < count; i++) port.postMessage(-1);
+    port.postMessage('take');
   });
 }
 
@@ -72,7 +72,11 @@ export async function threadWorkloads(log: (line: string) => void): Promise<Row[
   const oursBurst: number[] = [];
   const raw: PingPong[] = [];
   const rawBursts: number[] = [];
+  // The baseline talks over a MessageChannel of its own, as links between loops do.
   const worker = new Worker(RAW);
+  const channel = new MessageChannel();
+  worker.postMessage(channel.port2, [channel.port2]);
+  const port = channel.port1;
   await new Promise((resolve) => worker.once('online', resolve));
   function* main(): Coroutine<void> {
     const thread = yield* ensureFuture(LoopThread.start(ECHO, { name: 'bench-echo' }));
@@ -80,13 +84,14 @@ export async function threadWorkloads(log: (line: string) => void): Promise<Row[
     yield* loopBurst(thread, 200_000);
     for (let round = 0; round < ROUNDS; round++) {
       ours.push(yield* loopPingPong(thread, 10_000));
-      raw.push(yield* ensureFuture(rawPingPong(worker, 10_000)));
+      raw.push(yield* ensureFuture(rawPingPong(port, 10_000)));
       oursBurst.push(yield* loopBurst(thread, 1_000_000));
-      rawBursts.push(yield* ensureFuture(rawBurst(worker, 1_000_000)));
+      rawBursts.push(yield* ensureFuture(rawBurst(port, 1_000_000)));
     }
     yield* ensureFuture(thread.close());
   }
   await run(main());
+  port.close();
   await worker.terminate();
   const rows: Row[] = [
     {

@@ -139,6 +139,10 @@ export class LoopThread implements LoopRef {
   readonly #exited: Promise<void>;
   #death: (() => Error) | null = null;
   #closing: Promise<void> | null = null;
+  /** The last name checked and the last loop's link: a burst of calls looks them up once. */
+  #checkedName = '';
+  #lastLoop: EventLoop | null = null;
+  #lastLink: Link | null = null;
   #terminated = false;
 
   protected constructor(worker: Worker, name: string, moduleUrl: string, ready: { exports: string[]; others: string[] }, exited: Promise<void>) {
@@ -300,13 +304,19 @@ export class LoopThread implements LoopRef {
   }
 
   #checkName(name: string): void {
+    if (name === this.#checkedName) return;
     if (typeof name !== 'string') throw new TypeError(`a function name must be a string, got ${typeof name}`);
-    if (this.#exports.has(name)) return;
+    if (this.#exports.has(name)) {
+      this.#checkedName = name;
+      return;
+    }
     if (this.#others.has(name)) throw new TypeError(`'${name}' exported by ${this.moduleUrl} is not a function`);
     throw new TypeError(`'${name}' is not a function exported by ${this.moduleUrl} (LoopThread '${this.name}')`);
   }
 
   #linkFor(loop: EventLoop): Link {
+    const last = this.#lastLink;
+    if (loop === this.#lastLoop && last !== null && !last.isDead() && !loop.isClosed()) return last;
     if (loop.isClosed()) throw new RuntimeError('Event loop is closed');
     let link = this.#links.get(loop);
     if (link === undefined || link.isDead()) {
@@ -324,6 +334,8 @@ export class LoopThread implements LoopRef {
       this.#links.set(loop, link);
       loop._addCloseHook(() => this.#links.delete(loop));
     }
+    this.#lastLoop = loop;
+    this.#lastLink = link;
     return link;
   }
 

@@ -101,7 +101,12 @@ export class Link implements InboxReceiver, Flushable {
   readonly #peer: string;
   /** The error calls fail with when the peer's thread exited with `code` while this one was blocked. */
   readonly #describeExit: (code: number) => Error;
-  #outbox: unknown[] = [];
+  /**
+   * The batch being filled: one packed array reused for every batch (postMessage clones it
+   * synchronously, so it can be refilled at once); `#count` slots are in use.
+   */
+  #outbox: unknown[] = Array.from({ length: MAX_BATCH_OPS * OP_SIZE }, () => 0);
+  #count = 0;
   #opTransfers: Map<number, Transferable[]> | null = null;
   #flushScheduled = false;
   #pending = new Map<number, RemoteCallFuture<unknown> | ConcurrentFuture<unknown>>();
@@ -219,7 +224,7 @@ export class Link implements InboxReceiver, Flushable {
 
   /** A batch taken from the inbox while blocked: replies now, the rest when the loop runs. */
   #receive(batch: unknown[]): void {
-    this._dispatchReplies(batch);
+    this.#process(batch, true, false);
     if (batchHasCalls(batch)) this.loop._deliver(this, batch, true);
   }
 
@@ -280,13 +285,17 @@ export class Link implements InboxReceiver, Flushable {
 
   #push(op: number, id: number, a: unknown, b: unknown): void {
     const outbox = this.#outbox;
-    const at = outbox.length;
-    outbox.push(op, id, a, b);
+    const at = this.#count;
+    outbox[at] = op;
+    outbox[at + 1] = id;
+    outbox[at + 2] = a;
+    outbox[at + 3] = b;
+    this.#count = at + OP_SIZE;
     collectTransfers((op & OP_MASK) === OP_RESULT ? a : b, found);
     if (found.length > 0) {
       (this.#opTransfers ??= new Map()).set(at, found.splice(0));
     }
-    if (at >= (MAX_BATCH_OPS - 1) * OP_SIZE) {
+    if (at + OP_SIZE === outbox.length) {
       this._flush();
       return;
     }
@@ -299,9 +308,11 @@ export class Link implements InboxReceiver, Flushable {
   /** @internal Post what was queued as one batch. */
   _flush(): void {
     this.#flushScheduled = false;
-    const batch = this.#outbox;
-    if (batch.length === 0) return;
-    this.#outbox = [];
+    const count = this.#count;
+    if (count === 0) return;
+    this.#count = 0;
+    const outbox = this.#outbox;
+    const batch = count === outbox.length ? outbox : outbox.slice(0, count);
     const opTransfers = this.#opTransfers;
     this.#opTransfers = null;
     const transfers = opTransfers === null ? NO_TRANSFERS : [...opTransfers.values()].flat();
@@ -310,6 +321,8 @@ export class Link implements InboxReceiver, Flushable {
     } catch {
       this.#postOneByOne(batch, opTransfers);
     }
+    // Values sent must not stay referenced until their slots are reused.
+    outbox.fill(0, 0, count);
     const bell = this.#peerBell;
     if (bell !== null) {
       Atomics.add(bell, BELL_RINGS, 1);
@@ -360,7 +373,7 @@ export class Link implements InboxReceiver, Flushable {
   _dispatch(batch: unknown[]): void {
     // A batch with calls is taken whole in one callback, so replies and calls keep their order.
     if (batchHasCalls(batch)) this.loop.callSoon(runBatch, this, batch);
-    else this._dispatchReplies(batch);
+    else this.#process(batch, true, false);
   }
 
   /** @internal Take a batch that was already dispatched for its replies: only its calls remain. */
@@ -370,24 +383,34 @@ export class Link implements InboxReceiver, Flushable {
 
   /** @internal Take a whole batch, replies and calls in order, inside a loop callback. */
   _runBatch(batch: unknown[]): void {
-    for (let i = 0; i < batch.length; i += OP_SIZE) {
-      const op = (batch[i] as number) & OP_MASK;
-      if (op === OP_CALL || op === OP_NOTIFY || op === OP_CANCEL) this._runCalls(batch, i, i + OP_SIZE);
-      else this._dispatchReplies(batch, i, i + OP_SIZE);
-    }
+    this.#process(batch, true, true);
   }
 
-  /** @internal Complete the Futures of the replies in `batch` (or a slice of it); learn names and bells. */
-  _dispatchReplies(batch: unknown[], from = 0, to = batch.length): void {
-    for (let i = from; i < to; i += OP_SIZE) {
-      const op = (batch[i] as number) & OP_MASK;
+  /** @internal Run the calls and cancellations of a batch whose replies were taken already. */
+  _runCalls(batch: unknown[]): void {
+    this.#process(batch, false, true);
+  }
+
+  /**
+   * Take the operations of `batch` in order: with `replies`, complete the Futures of replies and
+   * learn names and bells; with `calls`, run calls and cancellations.
+   */
+  #process(batch: unknown[], replies: boolean, calls: boolean): void {
+    for (let i = 0; i < batch.length; i += OP_SIZE) {
+      const first = batch[i] as number;
+      const op = first & OP_MASK;
       const id = batch[i + 1] as number;
       const a = batch[i + 2];
+      if (op === OP_CALL || op === OP_NOTIFY) {
+        if (calls) this.#call(first, op === OP_CALL ? id : 0, a as number, batch[i + 3]);
+        continue;
+      }
+      if (op === OP_CANCEL) {
+        if (calls) this.#running.get(id)?.future.cancel((a as string | null) ?? undefined);
+        continue;
+      }
+      if (!replies) continue;
       switch (op) {
-        case OP_CALL:
-        case OP_NOTIFY:
-        case OP_CANCEL:
-          break;
         case OP_BELL:
           this.#peerBell = a as Int32Array;
           ringDeadOnExit(this.#peerBell);
@@ -410,28 +433,17 @@ export class Link implements InboxReceiver, Flushable {
     }
   }
 
-  /** @internal Run the calls and cancellations of a batch (or a slice of it), in order. */
-  _runCalls(batch: unknown[], from = 0, to = batch.length): void {
-    for (let i = from; i < to; i += OP_SIZE) {
-      const first = batch[i] as number;
-      const op = first & OP_MASK;
-      if (op === OP_CALL || op === OP_NOTIFY) {
-        const id = op === OP_CALL ? (batch[i + 1] as number) : 0;
-        const nameId = batch[i + 2] as number;
-        const payload = batch[i + 3];
-        const form = first & ~OP_MASK;
-        const args = form === ARGS_NONE ? NO_ARGS : form === ARGS_ONE ? [payload] : (payload as unknown[]);
-        try {
-          this.#start(id, nameId, args);
-        } catch (error) {
-          this.loop.callExceptionHandler({
-            message: `Exception in callSoonThreadsafe('${this.#names[nameId]}') from ${this.#peer}`,
-            exception: error as Error,
-          });
-        }
-      } else if (op === OP_CANCEL) {
-        this.#running.get(batch[i + 1] as number)?.future.cancel((batch[i + 2] as string | null) ?? undefined);
-      }
+  /** Run one call of a batch; a callSoonThreadsafe's error goes to the exception handler. */
+  #call(first: number, id: number, nameId: number, payload: unknown): void {
+    const form = first & ~OP_MASK;
+    const args = form === ARGS_NONE ? NO_ARGS : form === ARGS_ONE ? [payload] : (payload as unknown[]);
+    try {
+      this.#start(id, nameId, args);
+    } catch (error) {
+      this.loop.callExceptionHandler({
+        message: `Exception in callSoonThreadsafe('${this.#names[nameId]}') from ${this.#peer}`,
+        exception: error as Error,
+      });
     }
   }
 
