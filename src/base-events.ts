@@ -874,9 +874,4 @@ export class EventLoop {
       throw new RuntimeError('Cannot run the event loop while another loop is running');
     }
   }
-
-  /** @internal Throw unless the loop is open (for helpers that schedule on it). */
-  _checkClosed(): void {
-    this.#checkClosed();
-  }
 }

@@ -354,13 +354,6 @@ export class Future<T = unknown> implements PromiseLike<T> {
     else (this._callbacks ??= []).push(entry, context);
   }
 
-  /** @internal Remove a Task registered with `_addWaiter`. */
-  _removeWaiter(waiter: Waiter): void {
-    const entries = this._entries();
-    const kept = entries.filter((entry) => entry[0] !== waiter);
-    if (kept.length !== entries.length) this._storeEntries(kept);
-  }
-
   /** @internal */
   _scheduleCallbacks(): void {
     const first = this._cb0;

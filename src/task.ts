@@ -107,11 +107,6 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
     return context;
   }
 
-  /** The stack of the coroutine, as far as JavaScript exposes one: none (get_stack). */
-  getStack(): unknown[] {
-    return [];
-  }
-
   /**
    * Request cancellation: CancelledError is thrown in at the current `yield*`. Returns true
    * while the task is not done; each request counts in `cancelling()` (cancel).
