@@ -36,6 +36,7 @@ export class Context {
 
   /** Call `fn(...args)` with this context as the current one; returns its result. */
   run<A extends unknown[], R>(fn: (...args: A) => R, ...args: A): R {
+    materialize();
     if (this._entered) {
       throw new RuntimeError(`cannot enter context: ${this} is already entered`);
     }
@@ -94,6 +95,29 @@ let current: Context = new Context();
 /** The object the loop enters for callbacks scheduled without an explicit context. */
 const scratch = new Context();
 let callbackNumber = 0;
+
+/**
+ * A task whose step runs now with its context not entered yet. Most steps never touch a
+ * context variable, so entering is deferred: reads use the task's variables directly, and the
+ * first change (`set`, `reset`, `Context.run`, a Context object asked for) enters the context
+ * for the rest of the step.
+ */
+let lazyOwner: { _context: Context | VarMap } | null = null;
+/** What the step's end must restore once a lazy context was entered, else null. */
+let lazyPrevious: Context | null = null;
+
+/** The variables in force now. */
+function currentVars(): VarMap {
+  return lazyOwner === null ? current._vars : (lazyOwner._context as VarMap);
+}
+
+/** Enter the pending lazy context, if any, before the current context is changed. */
+function materialize(): void {
+  const owner = lazyOwner;
+  if (owner === null) return;
+  lazyOwner = null;
+  lazyPrevious = _enterOwned(owner._context as VarMap, owner);
+}
 
 /**
  * A token returned by `ContextVar.set()`; pass it to `reset()` to restore the previous value.
@@ -160,7 +184,7 @@ export class ContextVar<T> {
   get(): T;
   get<D>(defaultValue: D): T | D;
   get<D>(defaultValue?: D): T | D {
-    const vars = current._vars;
+    const vars = currentVars();
     if (vars !== null) {
       const value = vars.get(this as ContextVar<unknown>);
       if (value !== undefined || vars.has(this as ContextVar<unknown>)) return value as T;
@@ -172,6 +196,7 @@ export class ContextVar<T> {
 
   /** Set the value in the current context; returns a Token for `reset()`. */
   set(value: T): Token<T> {
+    materialize();
     const context = current;
     const old = context._vars;
     const oldValue = old !== null && old.has(this as ContextVar<unknown>) ? (old.get(this as ContextVar<unknown>) as T) : MISSING;
@@ -186,6 +211,7 @@ export class ContextVar<T> {
     if (!(token instanceof Token)) {
       throw new TypeError(`expected an instance of Token, got ${typeof token}`);
     }
+    materialize();
     if (token._used) throw new RuntimeError(`${token} has already been used once`);
     if (token.var !== this) throw new RangeError(`${token} was created by a different ContextVar`);
     // A task's tokens stay valid when its context object is created between their set and reset.
@@ -217,13 +243,13 @@ export class ContextVar<T> {
  */
 export function copyContext(): Context {
   const copy = new Context();
-  copy._vars = current._vars;
+  copy._vars = currentVars();
   return copy;
 }
 
 /** @internal The variables of the current context, as a snapshot for later `_enterVars`. */
 export function _currentVars(): VarMap {
-  return current._vars;
+  return currentVars();
 }
 
 /** @internal Make `vars` current in a reusable context; returns what `_exit` must restore. */
@@ -245,13 +271,34 @@ export function _enterOwned(vars: VarMap, owner: unknown): Context {
 
 /** @internal Whether the current context is the reusable one serving `owner`. */
 export function _servesOwner(owner: unknown): boolean {
-  return current === scratch && scratch._owner === owner;
+  return lazyOwner === owner || (current === scratch && scratch._owner === owner);
 }
 
-/** @internal Replace the current context with `context` until `_exit` (a context materialized mid-step). */
+/** @internal Replace the current context with `context` until the step ends (a context materialized mid-step). */
 export function _switchTo(context: Context): void {
+  materialize();
   context._entered = true;
   current = context;
+}
+
+/**
+ * @internal Begin a step of `owner` (a Task whose context is a variable map) without entering
+ * its context yet; `_endLazy` ends it.
+ */
+export function _beginLazy(owner: { _context: Context | VarMap }): void {
+  lazyOwner = owner;
+}
+
+/** @internal End the step begun by `_beginLazy`: keep what it changed, leave what it entered. */
+export function _endLazy(owner: { _context: Context | VarMap }): void {
+  const previous = lazyPrevious;
+  if (previous === null) {
+    lazyOwner = null;
+    return;
+  }
+  lazyPrevious = null;
+  if (!(owner._context instanceof Context)) owner._context = current._vars;
+  _exit(previous);
 }
 
 /** @internal Enter `context` for a loop callback; throws like `Context.run` when it is entered already. */

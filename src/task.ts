@@ -10,7 +10,7 @@
  * no Handle: it sits in the ready queue itself, and when it runs, a set `_futWaiter` means the
  * run is the wake-up from that future (asyncio's `__wakeup`), else a step (`__step`).
  */
-import { Context, _currentVars, _enter, _enterOwned, _exit, _servesOwner, _switchTo, type VarMap } from './contextvars.js';
+import { Context, _beginLazy, _currentVars, _endLazy, _enter, _exit, _servesOwner, _switchTo, type VarMap } from './contextvars.js';
 import { _isGenerator, isCoroutine, type Awaitable, type Coroutine } from './coroutines.js';
 import { CancelledError, InvalidStateError, RuntimeError, _isEscaping } from './exceptions.js';
 import { CANCELLED, FAILED, Future, PENDING, type LoopOption } from './futures.js';
@@ -183,10 +183,12 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
    * @internal
    */
   _run(): void {
+    const context = this._context;
+    const explicit = context instanceof Context;
     let previous: Context | null = null;
     try {
-      const context = this._context;
-      previous = context instanceof Context ? _enter(context) : _enterOwned(context, this);
+      if (explicit) previous = _enter(context);
+      else _beginLazy(this);
       const waiter = this._futWaiter;
       if (waiter !== null) {
         wakeupTask(this as Task<unknown>, waiter);
@@ -203,10 +205,8 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
         task: this as Task<unknown>,
       });
     } finally {
-      if (previous !== null) {
-        if (!(this._context instanceof Context)) this._context = _currentVars();
-        _exit(previous);
-      }
+      if (!explicit) _endLazy(this);
+      else if (previous !== null) _exit(previous);
     }
   }
 
