@@ -1,6 +1,4 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   EventLoop,
   KeyboardInterrupt,
@@ -17,61 +15,17 @@ import {
   type ExceptionContext,
   type TaskFactory,
 } from '../src/index.js';
+import { runFixture } from './helpers/child-process.js';
+import { expectError, reasonOf, thrownBy } from './helpers/errors.js';
+import { captureErrors, restoreLogger } from './helpers/logger.js';
+import { trackLoops, useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop, runOnce } from './helpers/virtual-loop.js';
 
-const originalError = logger.error;
-const originalWarning = logger.warning;
-
-/** Every loop a test creates, closed after the test. */
-const loops: EventLoop[] = [];
+restoreLogger();
+/** Every loop a test creates on the side, closed after the test. */
+const track = trackLoops();
 let loop: VirtualLoop;
-
-function track<L extends EventLoop>(created: L): L {
-  loops.push(created);
-  return created;
-}
-
-beforeEach(() => {
-  loop = track(new VirtualLoop());
-});
-
-afterEach(() => {
-  logger.error = originalError;
-  logger.warning = originalWarning;
-  for (const created of loops.splice(0)) if (!created.isRunning()) created.close();
-});
-
-/** The error `fn` throws; fails the test when it throws nothing. */
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected an error to be thrown');
-}
-
-/** Settle `promise` into its rejection reason (undefined when it resolved), handled at once. */
-function outcome(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-}
-
-function expectError(error: unknown, type: new (...args: never[]) => Error, message: string): void {
-  expect(error).toBeInstanceOf(type);
-  expect((error as Error).message).toBe(message);
-}
-
-/** Collect what reaches `logger.error` instead of printing it. */
-function captureErrors(): Array<[string, unknown]> {
-  const calls: Array<[string, unknown]> = [];
-  logger.error = (message, error) => {
-    calls.push([message, error]);
-  };
-  return calls;
-}
+useFreshLoop(() => (loop = new VirtualLoop()), { leaveRunning: true });
 
 describe('EventLoop iteration phases', () => {
   it('runs callbacks added during an iteration in the next iteration', async () => {
@@ -179,10 +133,10 @@ describe('EventLoop.callSoon', () => {
   });
 
   it('rejects a non-function callback with TypeError, debug mode or not', () => {
-    expectError(thrown(() => loop.callSoon(1 as never)), TypeError, 'a callable object was expected by callSoon(), got 1');
-    expectError(thrown(() => loop.callSoon('abc' as never)), TypeError, "a callable object was expected by callSoon(), got 'abc'");
+    expectError(thrownBy(() => loop.callSoon(1 as never)), TypeError, 'a callable object was expected by callSoon(), got 1');
+    expectError(thrownBy(() => loop.callSoon('abc' as never)), TypeError, "a callable object was expected by callSoon(), got 'abc'");
     loop.setDebug(true);
-    expectError(thrown(() => loop.callSoon(null as never)), TypeError, 'a callable object was expected by callSoon(), got null');
+    expectError(thrownBy(() => loop.callSoon(null as never)), TypeError, 'a callable object was expected by callSoon(), got null');
   });
 });
 
@@ -323,16 +277,16 @@ describe('EventLoop.callLater and callAt', () => {
 
   it('reject a delay or deadline that is not a number, or NaN', () => {
     const cb = (): void => undefined;
-    expectError(thrown(() => loop.callLater(Number.NaN, cb)), RangeError, 'Invalid delay: NaN (not a number)');
-    expectError(thrown(() => loop.callLater('1' as never, cb)), TypeError, 'delay must be a number, got string');
-    expectError(thrown(() => loop.callLater(null as never, cb)), TypeError, 'delay must be a number, got null');
-    expectError(thrown(() => loop.callAt(Number.NaN, cb)), RangeError, 'Invalid when: NaN (not a number)');
-    expectError(thrown(() => loop.callAt(undefined as never, cb)), TypeError, 'when must be a number, got undefined');
+    expectError(thrownBy(() => loop.callLater(Number.NaN, cb)), RangeError, 'Invalid delay: NaN (not a number)');
+    expectError(thrownBy(() => loop.callLater('1' as never, cb)), TypeError, 'delay must be a number, got string');
+    expectError(thrownBy(() => loop.callLater(null as never, cb)), TypeError, 'delay must be a number, got null');
+    expectError(thrownBy(() => loop.callAt(Number.NaN, cb)), RangeError, 'Invalid when: NaN (not a number)');
+    expectError(thrownBy(() => loop.callAt(undefined as never, cb)), TypeError, 'when must be a number, got undefined');
   });
 
   it('reject a non-function callback with TypeError naming the method', () => {
-    expectError(thrown(() => loop.callLater(1, 1 as never)), TypeError, 'a callable object was expected by callLater(), got 1');
-    expectError(thrown(() => loop.callAt(1, 1 as never)), TypeError, 'a callable object was expected by callAt(), got 1');
+    expectError(thrownBy(() => loop.callLater(1, 1 as never)), TypeError, 'a callable object was expected by callLater(), got 1');
+    expectError(thrownBy(() => loop.callAt(1, 1 as never)), TypeError, 'a callable object was expected by callAt(), got 1');
   });
 });
 
@@ -378,7 +332,7 @@ describe('EventLoop.stop', () => {
     function* interrupted(): Coroutine<void> {
       throw new KeyboardInterrupt();
     }
-    expect(await outcome(loop.runUntilComplete(interrupted()))).toBeInstanceOf(KeyboardInterrupt);
+    expect(await reasonOf(loop.runUntilComplete(interrupted()))).toBeInstanceOf(KeyboardInterrupt);
     const log: string[] = [];
     function func(): void {
       log.push('func');
@@ -432,13 +386,13 @@ describe('EventLoop.runUntilComplete', () => {
       yield* sleep(1);
       throw error;
     }
-    expect(await outcome(loop.runUntilComplete(fails()))).toBe(error);
+    expect(await reasonOf(loop.runUntilComplete(fails()))).toBe(error);
   });
 
   it('rejects with CancelledError when the future is cancelled', async () => {
     const fut = loop.createFuture<void>();
     loop.callSoon(() => fut.cancel('gone'));
-    const error = await outcome(loop.runUntilComplete(fut));
+    const error = await reasonOf(loop.runUntilComplete(fut));
     expect((error as Error).name).toBe('CancelledError');
     expect((error as Error).message).toBe('gone');
   });
@@ -451,7 +405,7 @@ describe('EventLoop.runUntilComplete', () => {
   it("rejects with RuntimeError('Event loop stopped before Future completed.') and leaves the future alone", async () => {
     const fut = loop.createFuture<number>();
     loop.callSoon(() => loop.stop());
-    expectError(await outcome(loop.runUntilComplete(fut)), RuntimeError, 'Event loop stopped before Future completed.');
+    expectError(await reasonOf(loop.runUntilComplete(fut)), RuntimeError, 'Event loop stopped before Future completed.');
     expect(fut.done()).toBe(false);
     // Its stopping done-callback was removed: completing the future later stops nothing.
     loop.callLater(1, () => fut.setResult(1));
@@ -462,7 +416,7 @@ describe('EventLoop.runUntilComplete', () => {
 
   it('rejects anything that is not awaitable with TypeError', async () => {
     expectError(
-      await outcome(loop.runUntilComplete('blah' as never)),
+      await reasonOf(loop.runUntilComplete('blah' as never)),
       TypeError,
       'An asyncio.Future, a coroutine or an awaitable is required',
     );
@@ -471,7 +425,7 @@ describe('EventLoop.runUntilComplete', () => {
   it("rejects another loop's future with RangeError", async () => {
     const other = track(new VirtualLoop());
     expectError(
-      await outcome(other.runUntilComplete(loop.createFuture())),
+      await reasonOf(other.runUntilComplete(loop.createFuture())),
       RangeError,
       'The future belongs to a different loop than the one specified as the loop argument',
     );
@@ -486,7 +440,7 @@ describe('EventLoop and escaping errors (KeyboardInterrupt, SystemExit)', () => 
     loop.callSoon(() => {
       throw exit;
     });
-    expect(await outcome(loop.runUntilComplete(sleep(0.1)))).toBe(exit);
+    expect(await reasonOf(loop.runUntilComplete(sleep(0.1)))).toBe(exit);
     expect(exit.code).toBe(3);
     expect(loop.isRunning()).toBe(false);
     // The first call's task still finishes at 0.1, but no longer stops the loop.
@@ -509,7 +463,7 @@ describe('EventLoop and escaping errors (KeyboardInterrupt, SystemExit)', () => 
       yield;
       throw interrupt;
     }
-    expect(await outcome(loop.runUntilComplete(interrupted()))).toBe(interrupt);
+    expect(await reasonOf(loop.runUntilComplete(interrupted()))).toBe(interrupt);
     expect(created).toHaveLength(1);
     expect(created[0]?._logTraceback).toBe(false);
     expect(created[0]?.exception()).toBe(interrupt);
@@ -525,10 +479,10 @@ describe('EventLoop and escaping errors (KeyboardInterrupt, SystemExit)', () => 
       throw interrupt;
     });
     loop.callSoon(() => log.push('b'));
-    expect(await outcome(loop.runForever())).toBe(interrupt);
+    expect(await reasonOf(loop.runForever())).toBe(interrupt);
     expect(log).toEqual(['a']);
     expect(loop.isRunning()).toBe(false);
-    expectError(thrown(getRunningLoop), RuntimeError, 'no running event loop');
+    expectError(thrownBy(getRunningLoop), RuntimeError, 'no running event loop');
     await runOnce(loop);
     expect(log).toEqual(['a', 'b']);
   });
@@ -548,7 +502,7 @@ describe('EventLoop running state', () => {
     await loop.runForever();
     expect(seen).toEqual(Array.from({ length: 10 }, () => [true, true]));
     expect(loop.isRunning()).toBe(false);
-    expectError(thrown(getRunningLoop), RuntimeError, 'no running event loop');
+    expectError(thrownBy(getRunningLoop), RuntimeError, 'no running event loop');
   });
 
   it('refuses to run again while running, and refuses a second loop in the same thread', async () => {
@@ -559,10 +513,10 @@ describe('EventLoop running state', () => {
       innerRan = true;
     }
     function* main(): Coroutine<string> {
-      outcomes.push(outcome(loop.runUntilComplete(inner())));
-      outcomes.push(outcome(loop.runForever()));
-      outcomes.push(outcome(other.runForever()));
-      outcomes.push(outcome(other.runUntilComplete(other.createFuture())));
+      outcomes.push(reasonOf(loop.runUntilComplete(inner())));
+      outcomes.push(reasonOf(loop.runForever()));
+      outcomes.push(reasonOf(other.runForever()));
+      outcomes.push(reasonOf(other.runUntilComplete(other.createFuture())));
       yield;
       return 'main done';
     }
@@ -590,12 +544,12 @@ describe('EventLoop.close', () => {
     const cb = (): void => undefined;
     loop.close();
     expect(loop.isClosed()).toBe(true);
-    expectError(thrown(() => loop.callSoon(cb)), RuntimeError, 'Event loop is closed');
-    expectError(thrown(() => loop.callSoonThreadsafe(cb)), RuntimeError, 'Event loop is closed');
-    expectError(thrown(() => loop.callLater(1, cb)), RuntimeError, 'Event loop is closed');
-    expectError(thrown(() => loop.callAt(1, cb)), RuntimeError, 'Event loop is closed');
-    expectError(await outcome(loop.runForever()), RuntimeError, 'Event loop is closed');
-    expectError(await outcome(loop.runUntilComplete(loop.createFuture())), RuntimeError, 'Event loop is closed');
+    expectError(thrownBy(() => loop.callSoon(cb)), RuntimeError, 'Event loop is closed');
+    expectError(thrownBy(() => loop.callSoonThreadsafe(cb)), RuntimeError, 'Event loop is closed');
+    expectError(thrownBy(() => loop.callLater(1, cb)), RuntimeError, 'Event loop is closed');
+    expectError(thrownBy(() => loop.callAt(1, cb)), RuntimeError, 'Event loop is closed');
+    expectError(await reasonOf(loop.runForever()), RuntimeError, 'Event loop is closed');
+    expectError(await reasonOf(loop.runUntilComplete(loop.createFuture())), RuntimeError, 'Event loop is closed');
   });
 
   it('closes the coroutine given to createTask on a closed loop', () => {
@@ -611,12 +565,12 @@ describe('EventLoop.close', () => {
     }
     loop.close();
     const fresh = work();
-    expectError(thrown(() => loop.createTask(fresh)), RuntimeError, 'Event loop is closed');
+    expectError(thrownBy(() => loop.createTask(fresh)), RuntimeError, 'Event loop is closed');
     expect(fresh.next()).toEqual({ done: true, value: undefined });
 
     const started = work();
     started.next();
-    expectError(thrown(() => loop.createTask(started)), RuntimeError, 'Event loop is closed');
+    expectError(thrownBy(() => loop.createTask(started)), RuntimeError, 'Event loop is closed');
     expect(log).toEqual(['started', 'finally']);
     expect(started.next()).toEqual({ done: true, value: undefined });
   });
@@ -625,7 +579,7 @@ describe('EventLoop.close', () => {
     let error: unknown;
     const log: string[] = [];
     loop.callSoon(() => {
-      error = thrown(() => loop.close());
+      error = thrownBy(() => loop.close());
       loop.callSoon(() => {
         log.push('still running');
         loop.stop();
@@ -648,20 +602,20 @@ describe('EventLoop debug mode', () => {
   it('rejects generator functions (coroutine functions) in every scheduling method', () => {
     function* coroutineFunction(): Coroutine<void> {}
     loop.setDebug(true);
-    expectError(thrown(() => loop.callSoon(coroutineFunction)), TypeError, 'coroutines cannot be used with callSoon()');
+    expectError(thrownBy(() => loop.callSoon(coroutineFunction)), TypeError, 'coroutines cannot be used with callSoon()');
     expectError(
-      thrown(() => loop.callSoonThreadsafe(coroutineFunction)),
+      thrownBy(() => loop.callSoonThreadsafe(coroutineFunction)),
       TypeError,
       'coroutines cannot be used with callSoonThreadsafe()',
     );
-    expectError(thrown(() => loop.callLater(1, coroutineFunction)), TypeError, 'coroutines cannot be used with callLater()');
-    expectError(thrown(() => loop.callAt(1, coroutineFunction)), TypeError, 'coroutines cannot be used with callAt()');
+    expectError(thrownBy(() => loop.callLater(1, coroutineFunction)), TypeError, 'coroutines cannot be used with callLater()');
+    expectError(thrownBy(() => loop.callAt(1, coroutineFunction)), TypeError, 'coroutines cannot be used with callAt()');
   });
 
   it('rejects a coroutine object as a non-callable', () => {
     function* coroutineFunction(): Coroutine<void> {}
     loop.setDebug(true);
-    const error = thrown(() => loop.callSoon(coroutineFunction() as never));
+    const error = thrownBy(() => loop.callSoon(coroutineFunction() as never));
     expect(error).toBeInstanceOf(TypeError);
     expect((error as Error).message).toMatch(/^a callable object was expected by callSoon\(\), got /);
   });
@@ -722,7 +676,7 @@ describe('EventLoop.setTaskFactory', () => {
   }
 
   it("rejects a non-callable with TypeError('task factory must be a callable or null')", () => {
-    expectError(thrown(() => loop.setTaskFactory(1 as never)), TypeError, 'task factory must be a callable or null');
+    expectError(thrownBy(() => loop.setTaskFactory(1 as never)), TypeError, 'task factory must be a callable or null');
     expect(loop.getTaskFactory()).toBeNull();
   });
 
@@ -832,7 +786,7 @@ describe('EventLoop exception handler', () => {
 
   it("rejects a non-callable handler: TypeError(\"A callable object or null is expected, got 'spam'\")", () => {
     expectError(
-      thrown(() => loop.setExceptionHandler('spam' as never)),
+      thrownBy(() => loop.setExceptionHandler('spam' as never)),
       TypeError,
       "A callable object or null is expected, got 'spam'",
     );
@@ -908,7 +862,7 @@ describe('EventLoop exception handler', () => {
       throw interrupt;
     });
     loop.callSoon(zeroError);
-    expect(await outcome(loop.runForever())).toBe(interrupt);
+    expect(await reasonOf(loop.runForever())).toBe(interrupt);
     expect(loop.isRunning()).toBe(false);
   });
 
@@ -981,12 +935,12 @@ describe('EventLoop.callSoonThreadsafe', () => {
 
   it("throws RuntimeError('Event loop is closed') on a closed loop", () => {
     loop.close();
-    expectError(thrown(() => loop.callSoonThreadsafe(() => undefined)), RuntimeError, 'Event loop is closed');
+    expectError(thrownBy(() => loop.callSoonThreadsafe(() => undefined)), RuntimeError, 'Event loop is closed');
   });
 
   it('rejects a non-function callback with TypeError', () => {
     expectError(
-      thrown(() => loop.callSoonThreadsafe(1 as never)),
+      thrownBy(() => loop.callSoonThreadsafe(1 as never)),
       TypeError,
       'a callable object was expected by callSoonThreadsafe(), got 1',
     );
@@ -1010,47 +964,23 @@ describe('EventLoop on top of Node', () => {
     expect(real.isRunning()).toBe(false);
   });
 
-  interface Exit {
-    code: number | null;
-    signal: NodeJS.Signals | null;
-    stdout: string;
-    stderr: string;
-  }
-
-  function runFixture(mode: string): Promise<Exit> {
-    const script = fileURLToPath(new URL('./fixtures/runners-lifetime.mjs', import.meta.url));
-    const child = spawn(process.execPath, [script, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    // A child that something holds open would never exit: end it so the test fails clearly.
-    const guard = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    return new Promise((resolve) => {
-      child.on('close', (code, signal) => {
-        clearTimeout(guard);
-        resolve({ code, signal, stdout, stderr });
-      });
-    });
-  }
-
   it('keeps the process alive while it runs, though its only work is a timer', async () => {
-    const exit = await runFixture('running');
+    const exit = await runFixture('runners-lifetime.mjs', 'running');
     expect(exit).toEqual({ code: 0, signal: null, stdout: 'fired\nstopped\n', stderr: '' });
   });
 
   it('holds nothing open when it was never run, whatever is scheduled', async () => {
-    const exit = await runFixture('never-run');
+    const exit = await runFixture('runners-lifetime.mjs', 'never-run');
     expect(exit).toEqual({ code: 0, signal: null, stdout: 'scheduled\n', stderr: '' });
   });
 
   it('holds nothing open once stopped, even with a distant timer left and without close()', async () => {
-    const exit = await runFixture('stopped');
+    const exit = await runFixture('runners-lifetime.mjs', 'stopped');
     expect(exit).toEqual({ code: 0, signal: null, stdout: 'stopped\n', stderr: '' });
   });
 
   it('holds nothing open once closed', async () => {
-    const exit = await runFixture('closed');
+    const exit = await runFixture('runners-lifetime.mjs', 'closed');
     expect(exit).toEqual({ code: 0, signal: null, stdout: 'closed\n', stderr: '' });
   });
 });

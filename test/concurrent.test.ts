@@ -3,7 +3,7 @@
  * virtual clock. Submissions come from outside the loop's callbacks: before the loop runs, or
  * from a Node timer while it runs.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   ConcurrentFuture,
@@ -13,7 +13,6 @@ import {
   TimeoutError,
   allTasks,
   currentTask,
-  logger,
   newEventLoop,
   runCoroutineThreadsafe,
   sleep,
@@ -21,19 +20,13 @@ import {
   type Coroutine,
   type ExceptionContext,
 } from '../src/index.js';
+import { captureErrors, restoreLogger } from './helpers/logger.js';
+import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
 
 let loop: VirtualLoop;
-const originalError = logger.error;
-
-beforeEach(() => {
-  loop = new VirtualLoop();
-});
-
-afterEach(() => {
-  logger.error = originalError;
-  loop.close();
-});
+useFreshLoop(() => (loop = new VirtualLoop()));
+restoreLogger();
 
 function* add(a: number, b: number): Coroutine<number> {
   yield* sleep(0.05);
@@ -213,8 +206,7 @@ describe('ConcurrentFuture', () => {
   });
 
   it('logs an error thrown by a done callback, and runs the next callbacks', async () => {
-    const reports: Array<[string, unknown]> = [];
-    logger.error = (message, error) => reports.push([message, error]);
+    const reports = captureErrors();
     const cf = runCoroutineThreadsafe(add(2, 3), loop);
     const oops = new Error('oops');
     const log: string[] = [];

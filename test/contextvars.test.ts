@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   Context,
   ContextVar,
@@ -14,24 +14,9 @@ import {
   type Coroutine,
   type ExceptionContext,
 } from '../src/index.js';
+import { expectThrow, thrownBy } from './helpers/errors.js';
+import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop, runOnce } from './helpers/virtual-loop.js';
-
-/** What `fn` throws; fails the test when it throws nothing. */
-function thrownBy(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to throw');
-}
-
-function expectThrow(fn: () => unknown, type: abstract new (...args: never[]) => Error, message: string | RegExp): void {
-  const error = thrownBy(fn);
-  expect(error).toBeInstanceOf(type);
-  if (typeof message === 'string') expect((error as Error).message).toBe(message);
-  else expect((error as Error).message).toMatch(message);
-}
 
 /**
  * Run `fn` in a fresh empty context, so that no test leaves values in the root context.
@@ -254,14 +239,7 @@ describe('Context', () => {
 
 describe('Context in tasks and callbacks (TASK-14, §23 item 9)', () => {
   let loop: VirtualLoop;
-
-  beforeEach(() => {
-    loop = new VirtualLoop();
-  });
-
-  afterEach(() => {
-    if (!loop.isRunning()) loop.close();
-  });
+  useFreshLoop(() => (loop = new VirtualLoop()), { leaveRunning: true });
 
   it('runs each task in a copy taken at creation: nothing leaks either way', async () => {
     const request = new ContextVar<string>('request');

@@ -1,18 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Deque } from '../src/internal/deque.js';
 import { heapify, heapPop, heapPush, type HeapItem } from '../src/internal/heap.js';
-
-/** A small deterministic PRNG (mulberry32), so property-style tests replay exactly. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from './helpers/prng.js';
 
 interface Item extends HeapItem {
   label: string;
@@ -119,7 +108,7 @@ describe('Deque', () => {
   });
 
   it('behaves like an array used as a double-ended queue under a random workload', () => {
-    const random = prng(12345);
+    const random = mulberry32(12345);
     const deque = new Deque<number>(4);
     const model: number[] = [];
     for (let step = 0; step < 5000; step++) {
@@ -172,7 +161,7 @@ describe('heapPush / heapPop', () => {
   });
 
   it('matches a stable sort under random pushes and pops', () => {
-    const random = prng(99);
+    const random = mulberry32(99);
     const heap: Item[] = [];
     const model: Item[] = [];
     const popped: string[] = [];
@@ -198,7 +187,7 @@ describe('heapPush / heapPop', () => {
 
 describe('heapify', () => {
   it('turns an arbitrary array into a heap in place', () => {
-    const random = prng(7);
+    const random = mulberry32(7);
     const items: Item[] = [];
     for (let seq = 0; seq < 500; seq++) items.push(item(Math.floor(random() * 50), seq));
     const expected = [...items].sort((a, b) => a._when - b._when || a._seq - b._seq).map((entry) => entry.label);

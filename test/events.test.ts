@@ -11,35 +11,14 @@ import {
   setEventLoopPolicy,
   type Coroutine,
 } from '../src/index.js';
+import { expectError, thrownBy } from './helpers/errors.js';
+import { trackLoops } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
 
 const NO_CURRENT_LOOP = "There is no current event loop in thread 'MainThread'.";
 
-const loops: EventLoop[] = [];
-
-function track<L extends EventLoop>(loop: L): L {
-  loops.push(loop);
-  return loop;
-}
-
-afterEach(() => {
-  setEventLoopPolicy(null);
-  for (const loop of loops.splice(0)) if (!loop.isRunning()) loop.close();
-});
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected an error to be thrown');
-}
-
-function expectError(error: unknown, type: new (...args: never[]) => Error, message: string): void {
-  expect(error).toBeInstanceOf(type);
-  expect((error as Error).message).toBe(message);
-}
+const track = trackLoops();
+afterEach(() => setEventLoopPolicy(null));
 
 describe('getEventLoopPolicy', () => {
   it('returns the same default policy object each time', () => {
@@ -78,12 +57,12 @@ describe('setEventLoopPolicy', () => {
   it('rejects an object that is not a policy with TypeError and keeps the current policy', () => {
     const policy = getEventLoopPolicy();
     expectError(
-      thrown(() => setEventLoopPolicy({} as never)),
+      thrownBy(() => setEventLoopPolicy({} as never)),
       TypeError,
       "policy must be an instance of EventLoopPolicy or null, not 'Object'",
     );
     expectError(
-      thrown(() => setEventLoopPolicy(1 as never)),
+      thrownBy(() => setEventLoopPolicy(1 as never)),
       TypeError,
       "policy must be an instance of EventLoopPolicy or null, not 'number'",
     );
@@ -99,7 +78,7 @@ describe('setEventLoopPolicy', () => {
     expect(fresh).toBeInstanceOf(EventLoopPolicy);
     expect(fresh).not.toBe(old);
     expect(getEventLoopPolicy()).toBe(fresh);
-    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+    expectError(thrownBy(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
     expect(old.getEventLoop()).toBe(loop);
   });
 });
@@ -117,14 +96,14 @@ describe('newEventLoop', () => {
 
   it('does not make the new loop the current one', () => {
     track(newEventLoop());
-    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+    expectError(thrownBy(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
   });
 });
 
 describe('getEventLoop and setEventLoop', () => {
   it("throws RuntimeError naming the thread when no loop was set", () => {
-    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
-    expectError(thrown(() => getEventLoopPolicy().getEventLoop()), RuntimeError, NO_CURRENT_LOOP);
+    expectError(thrownBy(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+    expectError(thrownBy(() => getEventLoopPolicy().getEventLoop()), RuntimeError, NO_CURRENT_LOOP);
   });
 
   it('returns the loop that was set, until null clears it', () => {
@@ -133,17 +112,17 @@ describe('getEventLoop and setEventLoop', () => {
     expect(getEventLoop()).toBe(loop);
     expect(getEventLoopPolicy().getEventLoop()).toBe(loop);
     setEventLoop(null);
-    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+    expectError(thrownBy(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
   });
 
   it('rejects what is not a loop with TypeError, through the function and the policy', () => {
-    expectError(thrown(() => setEventLoop({} as never)), TypeError, "loop must be an instance of EventLoop or null, not 'Object'");
+    expectError(thrownBy(() => setEventLoop({} as never)), TypeError, "loop must be an instance of EventLoop or null, not 'Object'");
     expectError(
-      thrown(() => getEventLoopPolicy().setEventLoop('loop' as never)),
+      thrownBy(() => getEventLoopPolicy().setEventLoop('loop' as never)),
       TypeError,
       "loop must be an instance of EventLoop or null, not 'string'",
     );
-    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+    expectError(thrownBy(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
   });
 
   it('accepts a loop subclass', () => {
@@ -158,7 +137,7 @@ describe('getEventLoop and setEventLoop', () => {
     const loop = track(newEventLoop());
     a.setEventLoop(loop);
     expect(a.getEventLoop()).toBe(loop);
-    expectError(thrown(() => b.getEventLoop()), RuntimeError, NO_CURRENT_LOOP);
+    expectError(thrownBy(() => b.getEventLoop()), RuntimeError, NO_CURRENT_LOOP);
   });
 
   it('prefers the running loop to the current one', async () => {
@@ -180,7 +159,7 @@ describe('getRunningLoop', () => {
   it("throws RuntimeError('no running event loop') outside a running loop", () => {
     const loop = track(newEventLoop());
     setEventLoop(loop);
-    expectError(thrown(getRunningLoop), RuntimeError, 'no running event loop');
+    expectError(thrownBy(getRunningLoop), RuntimeError, 'no running event loop');
   });
 
   it('returns the loop that runs the current task or callback', async () => {
@@ -190,6 +169,6 @@ describe('getRunningLoop', () => {
       return getRunningLoop();
     }
     await expect(loop.runUntilComplete(main())).resolves.toBe(loop);
-    expectError(thrown(getRunningLoop), RuntimeError, 'no running event loop');
+    expectError(thrownBy(getRunningLoop), RuntimeError, 'no running event loop');
   });
 });

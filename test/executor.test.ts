@@ -17,8 +17,9 @@ import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
 import { move } from '../src/transfer.js';
 import { workerFn, type WorkerFn } from '../src/worker-fn.js';
-import type { EventLoop } from '../src/base-events.js';
 import type { Coroutine } from '../src/coroutines.js';
+import { trackLoops } from './helpers/loops.js';
+import { HOLD, flagsOf, release } from './helpers/pool-flags.js';
 
 const mathUrl = new URL('./fixtures/pool-math.mjs', import.meta.url);
 const controlUrl = new URL('./fixtures/pool-control.mjs', import.meta.url);
@@ -32,10 +33,7 @@ const visit = workerFn<[Int32Array, number, number], number>(controlUrl, 'visit'
 const spin = workerFn<[Int32Array, number], never>(controlUrl, 'spin');
 const exitIf = workerFn<[boolean, number, number], number>(faultsUrl, 'exitIf');
 
-const HOLD = 7;
-
 let executors: PiscinaExecutor[] = [];
-let loops: EventLoop[] = [];
 
 function executor(options: PiscinaExecutorOptions = { maxThreads: 2 }): PiscinaExecutor {
   const made = new PiscinaExecutor(options);
@@ -44,8 +42,6 @@ function executor(options: PiscinaExecutorOptions = { maxThreads: 2 }): PiscinaE
 }
 
 afterEach(async () => {
-  for (const loop of loops) if (!loop.isRunning()) loop.close();
-  loops = [];
   // A test that failed half-way may leave a job held: release it, then end what still runs.
   const pending = executors.map(async (made) => {
     const joined = made.shutdown(true, { cancelFutures: true });
@@ -56,15 +52,8 @@ afterEach(async () => {
   executors = [];
   await Promise.all(pending);
 });
-
-function flagsOf(count = 8): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(count * Int32Array.BYTES_PER_ELEMENT));
-}
-
-function release(flags: Int32Array): void {
-  Atomics.store(flags, HOLD, 1);
-  Atomics.notify(flags, HOLD);
-}
+// Registered after the executors' hook, so the loops close before the executors shut down.
+const track = trackLoops();
 
 /** Wait until flags[slot] >= value (a job reached a point); fails after 20 s rather than hang. */
 async function reached(flags: Int32Array, slot: number, value = 1): Promise<void> {
@@ -392,8 +381,7 @@ describe('PiscinaExecutor cancellation', () => {
     const flags = flagsOf();
     const holder = made.submit(visit, flags, 0, HOLD);
     await reached(flags, 0);
-    const loop = newEventLoop();
-    loops.push(loop);
+    const loop = track(newEventLoop());
     const queued = made.submit(visit, flags, 1, -1);
     function* main(): Coroutine<boolean> {
       const future = wrapFuture(queued, { loop });
@@ -415,8 +403,7 @@ describe('PiscinaExecutor cancellation', () => {
     const flags = flagsOf();
     const running = made.submit(visit, flags, 0, HOLD);
     await reached(flags, 0);
-    const loop = newEventLoop();
-    loops.push(loop);
+    const loop = track(newEventLoop());
     function* main(): Coroutine<boolean> {
       const future = wrapFuture(running, { loop });
       future.cancel();

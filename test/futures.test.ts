@@ -1,6 +1,4 @@
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   Context,
@@ -15,37 +13,13 @@ import {
   type Coroutine,
   type ExceptionContext,
 } from '../src/index.js';
+import { expectThrow, thrownBy } from './helpers/errors.js';
+import { collectUntil, drainFinalizers } from './helpers/gc.js';
+import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop, runOnce } from './helpers/virtual-loop.js';
 
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-/** What `fn` throws; fails the test when it throws nothing. */
-function thrownBy(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to throw');
-}
-
-function expectThrow(fn: () => unknown, type: abstract new (...args: never[]) => Error, message: string): void {
-  const error = thrownBy(fn);
-  expect(error).toBeInstanceOf(type);
-  expect((error as Error).message).toBe(message);
-}
-
 let loop: VirtualLoop;
-
-beforeEach(() => {
-  loop = new VirtualLoop();
-});
-
-afterEach(() => {
-  setEventLoop(null);
-  if (!loop.isRunning()) loop.close();
-});
+useFreshLoop(() => (loop = new VirtualLoop()), { clearCurrent: true, leaveRunning: true });
 
 describe('Future state machine (FUT-01)', () => {
   it('starts pending: neither done nor cancelled', () => {
@@ -447,34 +421,6 @@ describe('Future repr (FUT-08)', () => {
 });
 
 describe('Future "exception was never retrieved" (EXC-04)', () => {
-  function macrotask(): Promise<void> {
-    return new Promise((resolve) => setTimeout(resolve, 5));
-  }
-
-  /**
-   * Run full collections until `condition` holds (or give up after many rounds). Each `gc()`
-   * starts a fresh macrotask: `WeakRef.deref()` keeps its target alive until the current job
-   * ends, so a collection in the same job as the check could never free it. The macrotask
-   * after each collection lets the FinalizationRegistry callbacks run.
-   */
-  async function collectUntil(condition: () => boolean): Promise<void> {
-    for (let round = 0; round < 60; round++) {
-      await macrotask();
-      gc();
-      await macrotask();
-      if (condition()) return;
-    }
-  }
-
-  /** Let a few more collections and macrotasks pass so that any pending report would have arrived. */
-  async function settle(): Promise<void> {
-    for (let round = 0; round < 5; round++) {
-      await macrotask();
-      gc();
-    }
-    await macrotask();
-  }
-
   /** Create a future, let `use` act on it, and keep only a weak reference. */
   function dropped<T>(use: (fut: Future<T>) => void): WeakRef<Future<T>> {
     const fut = loop.createFuture<T>();
@@ -529,7 +475,7 @@ describe('Future "exception was never retrieved" (EXC-04)', () => {
       dropped(() => undefined),
     ];
     await collectUntil(() => refs.every((ref) => ref.deref() === undefined) && reports.length > 0);
-    await settle();
+    await drainFinalizers();
     expect(refs.map((ref) => ref.deref())).toEqual(refs.map(() => undefined));
     expect(reports.map((report) => report.exception)).toEqual([sentinel]);
     expect(reports[0]?.exception).toBe(sentinel);

@@ -1,16 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ContextVar, Handle, TimerHandle } from '../src/index.js';
+import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop, runOnce } from './helpers/virtual-loop.js';
 
 let loop: VirtualLoop;
-
-beforeEach(() => {
-  loop = new VirtualLoop();
-});
-
-afterEach(() => {
-  loop.close();
-});
+useFreshLoop(() => (loop = new VirtualLoop()));
 
 describe('Handle', () => {
   it('is what callSoon returns: a Handle, not a TimerHandle, bound to its loop', () => {

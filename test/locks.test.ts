@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   BrokenBarrierError,
   CancelledError,
@@ -10,45 +10,17 @@ import {
   type Task,
 } from '../src/index.js';
 import { Barrier, BoundedSemaphore, Condition, Event, Lock, Semaphore } from '../src/locks.js';
+import { caught, settle } from './helpers/coroutines.js';
+import { expectError } from './helpers/errors.js';
+import { runOnFreshLoop, useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
 
 let loop: VirtualLoop;
-
-beforeEach(() => {
-  loop = new VirtualLoop();
-});
-
-afterEach(() => {
-  loop.close();
-});
-
-function run<T>(main: () => Coroutine<T>): Promise<T> {
-  return loop.runUntilComplete(main());
-}
-
-/** Await `coro` and return what it threw (null when it returned). */
-function* caught(coro: Coroutine<unknown>): Coroutine<unknown> {
-  try {
-    yield* coro;
-    return null;
-  } catch (error) {
-    return error;
-  }
-}
+const { run } = useFreshLoop(() => (loop = new VirtualLoop()));
 
 /** Give up `n` loop iterations. */
 function* iterations(n: number): Coroutine<void> {
   for (let i = 0; i < n; i++) yield* sleep(0);
-}
-
-/** Wait for every task, ignoring how each ended. */
-function* settle(tasks: Array<Task<unknown>>): Coroutine<void> {
-  for (const task of tasks) yield* caught(task);
-}
-
-function expectError(error: unknown, cls: new (...args: never[]) => Error, message: string): void {
-  expect(error).toBeInstanceOf(cls);
-  expect((error as Error).message).toBe(message);
 }
 
 describe('Lock', () => {
@@ -255,29 +227,13 @@ describe('Lock', () => {
       lock.release();
       yield* waiter;
     });
-    const other = new VirtualLoop();
-    try {
-      const error = await other.runUntilComplete(
-        (function* () {
-          return yield* caught(lock.acquire());
-        })(),
-      );
-      expectError(error, RuntimeError, '<Lock [locked]> is bound to a different event loop');
-    } finally {
-      other.close();
-    }
+    const error = await runOnFreshLoop(() => caught(lock.acquire()));
+    expectError(error, RuntimeError, '<Lock [locked]> is bound to a different event loop');
   });
 
   it('can be used without waiting from several loops, as in asyncio', async () => {
     const lock = new Lock();
-    for (let i = 0; i < 2; i++) {
-      const each = new VirtualLoop();
-      try {
-        await each.runUntilComplete(lock.run(function* () {}));
-      } finally {
-        each.close();
-      }
-    }
+    for (let i = 0; i < 2; i++) await runOnFreshLoop(() => lock.run(function* () {}));
     expect(lock.locked()).toBe(false);
   });
 });
@@ -379,17 +335,8 @@ describe('Event', () => {
       waiter.cancel();
       yield* sleep(0);
     });
-    const other = new VirtualLoop();
-    try {
-      const error = await other.runUntilComplete(
-        (function* () {
-          return yield* caught(event.wait());
-        })(),
-      );
-      expectError(error, RuntimeError, '<Event [unset]> is bound to a different event loop');
-    } finally {
-      other.close();
-    }
+    const error = await runOnFreshLoop(() => caught(event.wait()));
+    expectError(error, RuntimeError, '<Event [unset]> is bound to a different event loop');
   });
 });
 
@@ -905,17 +852,8 @@ describe('Semaphore', () => {
       sem.release();
       yield* waiter;
     });
-    const other = new VirtualLoop();
-    try {
-      const error = await other.runUntilComplete(
-        (function* () {
-          return yield* caught(sem.acquire());
-        })(),
-      );
-      expectError(error, RuntimeError, '<Semaphore [locked]> is bound to a different event loop');
-    } finally {
-      other.close();
-    }
+    const error = await runOnFreshLoop(() => caught(sem.acquire()));
+    expectError(error, RuntimeError, '<Semaphore [locked]> is bound to a different event loop');
   });
 });
 
@@ -1186,16 +1124,7 @@ describe('Barrier', () => {
       );
     });
     expectError(error, TypeError, "object Barrier can't be used in 'await' expression");
-    const other = new VirtualLoop();
-    try {
-      const foreign = await other.runUntilComplete(
-        (function* () {
-          return yield* caught(barrier.wait());
-        })(),
-      );
-      expectError(foreign, RuntimeError, '<Barrier [filling, waiters:0/2]> is bound to a different event loop');
-    } finally {
-      other.close();
-    }
+    const foreign = await runOnFreshLoop(() => caught(barrier.wait()));
+    expectError(foreign, RuntimeError, '<Barrier [filling, waiters:0/2]> is bound to a different event loop');
   });
 });

@@ -3,9 +3,8 @@
  * mid-call (exit, uncaught error, terminate, out of memory), values that cannot be cloned,
  * names that are not exported functions, close(), and the lifetime of the process.
  */
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   EventLoop,
@@ -15,29 +14,20 @@ import {
   gather,
   getRunningLoop,
   newEventLoop,
-  setEventLoop,
   type Coroutine,
   type ExceptionContext,
   type LoopThreadOptions,
 } from '../src/index.js';
-import { Recorder, Threads, awaitPromise, errorOf, outcome } from './fixtures/lt-harness.js';
+import { runFixture } from './helpers/child-process.js';
+import { Recorder, awaitPromise, errorOf, outcome, useThreads } from './helpers/loop-threads.js';
+import { useFreshLoop } from './helpers/loops.js';
 
 const SERVICE = new URL('./fixtures/lt-service.mjs', import.meta.url);
 
 let loop: EventLoop;
-let threads: Threads;
-
-beforeEach(() => {
-  loop = newEventLoop();
-  setEventLoop(loop);
-  threads = new Threads();
-});
-
-afterEach(async () => {
-  await threads.endAll();
-  loop.close();
-  setEventLoop(null);
-});
+useFreshLoop(() => (loop = newEventLoop()), { current: true });
+// Registered after the loop, so its threads end before the loop closes.
+const threads = useThreads();
 
 describe('LoopThread.start failures', () => {
   it("rejects with the module's own error when the module throws while it is imported", async () => {
@@ -393,32 +383,8 @@ describe('LoopThread.close', () => {
 });
 
 describe('the process', () => {
-  interface Exit {
-    code: number | null;
-    signal: NodeJS.Signals | null;
-    stdout: string;
-    stderr: string;
-  }
-
-  /** Run test/fixtures/lt-exit-child.mjs in `mode`; a child still alive after 15 s is killed. */
-  function runChild(mode: string): Promise<Exit> {
-    const script = fileURLToPath(new URL('./fixtures/lt-exit-child.mjs', import.meta.url));
-    const child = spawn(process.execPath, [script, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const guard = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    return new Promise((resolve) => {
-      child.on('close', (code, signal) => {
-        clearTimeout(guard);
-        resolve({ code, signal, stdout, stderr });
-      });
-    });
-  }
-
   it('exits once its main loop is done, though a LoopThread still runs', async () => {
-    await expect(runChild('left-running')).resolves.toEqual({
+    await expect(runFixture('lt-exit-child.mjs', 'left-running')).resolves.toEqual({
       code: 0,
       signal: null,
       stdout: 'sum 3\nmain done\n',
@@ -427,7 +393,7 @@ describe('the process', () => {
   });
 
   it('exits though the thread keeps sending to the inbox of a stopped loop', async () => {
-    await expect(runChild('stopped-inbox')).resolves.toEqual({
+    await expect(runFixture('lt-exit-child.mjs', 'stopped-inbox')).resolves.toEqual({
       code: 0,
       signal: null,
       stdout: 'ticks arrive\nloop stopped\n',

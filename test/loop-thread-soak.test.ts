@@ -4,27 +4,17 @@
  * the call runs there). Every Future must settle exactly once, with the right outcome, and the
  * thread must be left without tasks.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EventLoop, Future, gather, newEventLoop, type Coroutine } from '../src/index.js';
-import { Threads } from './fixtures/lt-harness.js';
+import { useThreads } from './helpers/loop-threads.js';
+import { useFreshLoop } from './helpers/loops.js';
+import { mulberry32 } from './helpers/prng.js';
 
 const SOAK = new URL('./fixtures/lt-soak.mjs', import.meta.url);
 const TOTAL = 100_000;
 const BATCH = 1_000;
 /** Cancellations happen 0 to MAX_DELAY iterations after the call. */
 const MAX_DELAY = 6;
-
-/** A small seeded PRNG (mulberry32): the same seed replays the same run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Kind = 'double' | 'work' | 'failing' | 'park';
 
@@ -39,21 +29,13 @@ interface Planned {
 }
 
 let loop: EventLoop;
-let threads: Threads;
-
-beforeEach(() => {
-  loop = newEventLoop();
-  threads = new Threads();
-});
-
-afterEach(async () => {
-  await threads.endAll();
-  loop.close();
-});
+useFreshLoop(() => (loop = newEventLoop()));
+// Registered after the loop, so its threads end before the loop closes.
+const threads = useThreads();
 
 describe('LoopThread soak', () => {
   it('settles each of 100k calls exactly once, with random cancellation, and leaves no task there', async () => {
-    const next = random(0x5eed);
+    const next = mulberry32(0x5eed);
     const doneCounts = new Uint8Array(TOTAL);
     const problems: string[] = [];
     let cancelledCount = 0;

@@ -5,7 +5,7 @@
  * Faults (dying threads, bad values, bad names, close) are in loop-thread-faults.test.ts.
  */
 import { threadId as mainThreadId } from 'node:worker_threads';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   ConcurrentFuture,
@@ -23,31 +23,21 @@ import {
   newEventLoop,
   parentLoop,
   run,
-  setEventLoop,
   wrapFuture,
   type Coroutine,
 } from '../src/index.js';
 import { move } from '../src/transfer.js';
-import { Recorder, Threads, awaitPromise, errorOf, outcome } from './fixtures/lt-harness.js';
+import { Recorder, awaitPromise, errorOf, outcome, useThreads } from './helpers/loop-threads.js';
+import { useFreshLoop } from './helpers/loops.js';
 
 const SERVICE = new URL('./fixtures/lt-service.mjs', import.meta.url);
 const TYPED = new URL('./fixtures/lt-typed.mjs', import.meta.url);
 
 let loop: EventLoop;
-let threads: Threads;
-
-beforeEach(() => {
-  loop = newEventLoop();
-  // Calls made outside the running loop (e.g. `loop.runUntilComplete(lt.call(...))`) belong to it.
-  setEventLoop(loop);
-  threads = new Threads();
-});
-
-afterEach(async () => {
-  await threads.endAll();
-  loop.close();
-  setEventLoop(null);
-});
+// Current: calls made outside the running loop (e.g. `loop.runUntilComplete(lt.call(...))`) belong to it.
+useFreshLoop(() => (loop = newEventLoop()), { current: true });
+// Registered after the loop, so its threads end before the loop closes.
+const threads = useThreads();
 
 describe('LoopThread.start', () => {
   it("starts a thread whose own loop hosts the module; the caller's loop is untouched", async () => {

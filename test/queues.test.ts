@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   QueueEmpty,
@@ -8,53 +8,15 @@ import {
   createTask,
   sleep,
   type Coroutine,
-  type Task,
 } from '../src/index.js';
 import { LifoQueue, PriorityQueue, Queue } from '../src/queues.js';
+import { caught, settle } from './helpers/coroutines.js';
+import { expectError, thrownBy } from './helpers/errors.js';
+import { runOnFreshLoop, useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
 
 let loop: VirtualLoop;
-
-beforeEach(() => {
-  loop = new VirtualLoop();
-});
-
-afterEach(() => {
-  loop.close();
-});
-
-function run<T>(main: () => Coroutine<T>): Promise<T> {
-  return loop.runUntilComplete(main());
-}
-
-/** Await `coro` and return what it threw (null when it returned). */
-function* caught(coro: Coroutine<unknown>): Coroutine<unknown> {
-  try {
-    yield* coro;
-    return null;
-  } catch (error) {
-    return error;
-  }
-}
-
-/** Wait for every task, ignoring how each ended. */
-function* settle(tasks: Array<Task<unknown>>): Coroutine<void> {
-  for (const task of tasks) yield* caught(task);
-}
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-    return null;
-  } catch (error) {
-    return error;
-  }
-}
-
-function expectError(error: unknown, cls: new (...args: never[]) => Error, message: string): void {
-  expect(error).toBeInstanceOf(cls);
-  expect((error as Error).message).toBe(message);
-}
+const { run } = useFreshLoop(() => (loop = new VirtualLoop()));
 
 const classes = [
   ['Queue', Queue, [1, 3, 2]],
@@ -85,9 +47,9 @@ describe('Queue sizes and order', () => {
 
     it(`${name} throws QueueEmpty and QueueFull without waiting (QUE-01)`, () => {
       const q = new QueueClass<string>(1);
-      expectError(thrown(() => q.getNowait()), QueueEmpty, '');
+      expectError(thrownBy(() => q.getNowait()), QueueEmpty, '');
       q.putNowait('a');
-      expectError(thrown(() => q.putNowait('b')), QueueFull, '');
+      expectError(thrownBy(() => q.putNowait('b')), QueueFull, '');
       expect(q.qsize()).toBe(1);
       expect(q.getNowait()).toBe('a');
     });
@@ -98,7 +60,7 @@ describe('Queue sizes and order', () => {
     q.putNowait(1);
     q.putNowait(2);
     expect(q.full()).toBe(true);
-    expect(thrown(() => q.putNowait(3))).toBeInstanceOf(QueueFull);
+    expect(thrownBy(() => q.putNowait(3))).toBeInstanceOf(QueueFull);
   });
 
   it('rejects a maxsize that is not a number', () => {
@@ -347,11 +309,11 @@ describe('Queue cancellation', () => {
 describe('Queue.taskDone and Queue.join', () => {
   it('refuses more taskDone() calls than items (QUE-04)', () => {
     const q = new Queue<number>();
-    expectError(thrown(() => q.taskDone()), RangeError, 'task_done() called too many times');
+    expectError(thrownBy(() => q.taskDone()), RangeError, 'task_done() called too many times');
     q.putNowait(1);
     q.getNowait();
     q.taskDone();
-    expectError(thrown(() => q.taskDone()), RangeError, 'task_done() called too many times');
+    expectError(thrownBy(() => q.taskDone()), RangeError, 'task_done() called too many times');
   });
 
   it('joins once every item is marked done (QUE-04)', async () => {
@@ -452,9 +414,9 @@ describe('Queue.shutdown', () => {
       expectError(yield* caught(getter), QueueShutDown, '');
       expect(String(q)).toBe('<Queue maxsize=0 shutdown>');
       expectError(yield* caught(q.put('data')), QueueShutDown, '');
-      expectError(thrown(() => q.putNowait('data')), QueueShutDown, '');
+      expectError(thrownBy(() => q.putNowait('data')), QueueShutDown, '');
       expectError(yield* caught(q.get()), QueueShutDown, '');
-      expectError(thrown(() => q.getNowait()), QueueShutDown, '');
+      expectError(thrownBy(() => q.getNowait()), QueueShutDown, '');
     });
   });
 
@@ -475,13 +437,13 @@ describe('Queue.shutdown', () => {
       yield* sleep(0);
       log.push(`joined ${joiner.done()}`);
       expect(yield* caught(q.put('data'))).toBeInstanceOf(QueueShutDown);
-      expect(thrown(() => q.putNowait('data'))).toBeInstanceOf(QueueShutDown);
+      expect(thrownBy(() => q.putNowait('data'))).toBeInstanceOf(QueueShutDown);
       expect(yield* caught(q.get())).toBeInstanceOf(QueueShutDown);
-      expect(thrown(() => q.getNowait())).toBeInstanceOf(QueueShutDown);
+      expect(thrownBy(() => q.getNowait())).toBeInstanceOf(QueueShutDown);
       q.taskDone();
       yield* sleep(0);
       log.push(`joined ${joiner.done()}`);
-      expectError(thrown(() => q.taskDone()), RangeError, 'task_done() called too many times');
+      expectError(thrownBy(() => q.taskDone()), RangeError, 'task_done() called too many times');
     });
     expect(log).toEqual(['got data', 'joined false', 'joined true']);
   });
@@ -490,7 +452,7 @@ describe('Queue.shutdown', () => {
     const q = new Queue<number>(5);
     q.putNowait(1);
     q.shutdown();
-    expect(thrown(() => q.putNowait(2))).toBeInstanceOf(QueueShutDown);
+    expect(thrownBy(() => q.putNowait(2))).toBeInstanceOf(QueueShutDown);
     const error = await run(function* () {
       return yield* caught(q.put(2));
     });
@@ -508,9 +470,9 @@ describe('Queue.shutdown', () => {
       yield* sleep(0);
       expect(joiner.done()).toBe(true);
       expect(yield* caught(q.get())).toBeInstanceOf(QueueShutDown);
-      expect(thrown(() => q.getNowait())).toBeInstanceOf(QueueShutDown);
+      expect(thrownBy(() => q.getNowait())).toBeInstanceOf(QueueShutDown);
       expect(yield* caught(q.put('data'))).toBeInstanceOf(QueueShutDown);
-      expectError(thrown(() => q.taskDone()), RangeError, 'task_done() called too many times');
+      expectError(thrownBy(() => q.taskDone()), RangeError, 'task_done() called too many times');
     });
   });
 
@@ -527,7 +489,7 @@ describe('Queue.shutdown', () => {
       expect(joiner.done()).toBe(false);
       expect(String(q)).toBe('<Queue maxsize=0 tasks=1 shutdown>');
       q.taskDone();
-      expect(thrown(() => q.taskDone())).toBeInstanceOf(RangeError);
+      expect(thrownBy(() => q.taskDone())).toBeInstanceOf(RangeError);
       yield* sleep(0);
       expect(joiner.done()).toBe(true);
     });
@@ -604,7 +566,7 @@ describe('PriorityQueue', () => {
     const q = new PriorityQueue<unknown>();
     q.putNowait({ id: 1 });
     expectError(
-      thrown(() => q.putNowait({ id: 2 })),
+      thrownBy(() => q.putNowait({ id: 2 })),
       TypeError,
       "'<' not supported between instances of 'Object' and 'Object': give PriorityQueue a { compare } option to order such items",
     );
@@ -613,7 +575,7 @@ describe('PriorityQueue', () => {
     mixed.putNowait(1);
     mixed.putNowait(2);
     expectError(
-      thrown(() => mixed.putNowait('3')),
+      thrownBy(() => mixed.putNowait('3')),
       TypeError,
       "'<' not supported between instances of 'string' and 'number': give PriorityQueue a { compare } option to order such items",
     );
@@ -621,7 +583,7 @@ describe('PriorityQueue', () => {
     expect([mixed.getNowait(), mixed.getNowait()]).toEqual([1, 2]);
     const pairs = new PriorityQueue<unknown[]>();
     pairs.putNowait([1, { job: 'a' }]);
-    expect(thrown(() => pairs.putNowait([1, { job: 'b' }]))).toBeInstanceOf(TypeError);
+    expect(thrownBy(() => pairs.putNowait([1, { job: 'b' }]))).toBeInstanceOf(TypeError);
     expect(pairs.qsize()).toBe(1);
   });
 
@@ -631,7 +593,7 @@ describe('PriorityQueue', () => {
     q.putNowait([2, { job: 'b' }]);
     q.putNowait([2, { job: 'c' }]);
     // Taking [1, a] must compare [2, b] with [2, c], which cannot be ordered.
-    expect(thrown(() => q.getNowait())).toBeInstanceOf(TypeError);
+    expect(thrownBy(() => q.getNowait())).toBeInstanceOf(TypeError);
     expect(q.qsize()).toBe(3);
     expect(String(q)).toMatch(/^<PriorityQueue maxsize=0 _queue=\[.*'a'.*'b'.*'c'.*\] tasks=3>$/);
   });
@@ -714,19 +676,10 @@ describe('Queue loop binding', () => {
       q.putNowait(1);
       yield* getter;
     });
-    const other = new VirtualLoop();
-    try {
-      const error = await other.runUntilComplete(
-        (function* () {
-          return yield* caught(q.get());
-        })(),
-      );
-      expectError(error, RuntimeError, '<Queue maxsize=0 tasks=1> is bound to a different event loop');
-      // Using it without waiting is fine from anywhere, as in asyncio.
-      q.putNowait(2);
-      expect(q.getNowait()).toBe(2);
-    } finally {
-      other.close();
-    }
+    const error = await runOnFreshLoop(() => caught(q.get()));
+    expectError(error, RuntimeError, '<Queue maxsize=0 tasks=1> is bound to a different event loop');
+    // Using it without waiting is fine from anywhere, as in asyncio.
+    q.putNowait(2);
+    expect(q.getNowait()).toBe(2);
   });
 });

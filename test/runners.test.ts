@@ -1,5 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   CancelledError,
@@ -22,16 +20,15 @@ import {
   type Coroutine,
   type ExceptionContext,
 } from '../src/index.js';
+import { startFixture } from './helpers/child-process.js';
+import { expectError, reasonOf, thrownBy } from './helpers/errors.js';
+import { trackLoops } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
 
 const NO_CURRENT_LOOP = "There is no current event loop in thread 'MainThread'.";
 
-const loops: EventLoop[] = [];
-
-function track<L extends EventLoop>(loop: L): L {
-  loops.push(loop);
-  return loop;
-}
+const track = trackLoops();
+afterEach(() => setEventLoopPolicy(null));
 
 /** A loop factory on the virtual clock that records the loops it made. */
 function virtualFactory(): (() => VirtualLoop) & { made: VirtualLoop[]; calls: unknown[][] } {
@@ -44,33 +41,6 @@ function virtualFactory(): (() => VirtualLoop) & { made: VirtualLoop[]; calls: u
     return loop;
   };
   return Object.assign(factory, { made, calls });
-}
-
-afterEach(() => {
-  setEventLoopPolicy(null);
-  for (const loop of loops.splice(0)) if (!loop.isRunning()) loop.close();
-});
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected an error to be thrown');
-}
-
-/** Settle `promise` into its rejection reason (undefined when it resolved), handled at once. */
-function outcome(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-}
-
-function expectError(error: unknown, type: new (...args: never[]) => Error, message: string): void {
-  expect(error).toBeInstanceOf(type);
-  expect((error as Error).message).toBe(message);
 }
 
 describe('run', () => {
@@ -89,15 +59,15 @@ describe('run', () => {
       yield* sleep(1);
       throw error;
     }
-    expect(await outcome(run(main(), { loopFactory: factory }))).toBe(error);
+    expect(await reasonOf(run(main(), { loopFactory: factory }))).toBe(error);
     expect(factory.made[0]?.isClosed()).toBe(true);
   });
 
   it('rejects what is not a coroutine with RangeError, creating no loop', async () => {
     const factory = virtualFactory();
-    expectError(await outcome(run(1 as never, { loopFactory: factory })), RangeError, 'a coroutine was expected, got 1');
+    expectError(await reasonOf(run(1 as never, { loopFactory: factory })), RangeError, 'a coroutine was expected, got 1');
     function* main(): Coroutine<void> {}
-    const error = await outcome(run(main as never, { loopFactory: factory }));
+    const error = await reasonOf(run(main as never, { loopFactory: factory }));
     expect(error).toBeInstanceOf(RangeError);
     expect((error as Error).message).toMatch(/^a coroutine was expected, got /);
     expect(factory.calls).toEqual([]);
@@ -121,7 +91,7 @@ describe('run', () => {
     }
     let rejected: Promise<unknown> | null = null;
     function* main(): Coroutine<void> {
-      rejected = outcome(run(inner()));
+      rejected = reasonOf(run(inner()));
       yield;
     }
     await loop.runUntilComplete(main());
@@ -135,7 +105,7 @@ describe('run', () => {
     let currentError: unknown;
     function* main(): Coroutine<string> {
       running = getRunningLoop();
-      currentError = thrown(() => getEventLoopPolicy().getEventLoop());
+      currentError = thrownBy(() => getEventLoopPolicy().getEventLoop());
       yield* sleep(3600);
       return 'slept';
     }
@@ -158,7 +128,7 @@ describe('run', () => {
     const [current, running] = seen[0] as [EventLoop, EventLoop];
     expect(current).toBe(running);
     expect(current.isClosed()).toBe(true);
-    expectError(thrown(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
+    expectError(thrownBy(getEventLoop), RuntimeError, NO_CURRENT_LOOP);
   });
 
   it('cancels leftover tasks after main returns and waits for their cleanup', async () => {
@@ -280,7 +250,7 @@ describe('run', () => {
       currentTask()?.cancel('from the program');
       yield;
     }
-    const error = await outcome(run(main()));
+    const error = await reasonOf(run(main()));
     expectError(error, CancelledError, 'from the program');
   });
 
@@ -364,8 +334,8 @@ describe('Runner', () => {
 
   it('rejects what is not a coroutine, a Future included, with RangeError', async () => {
     const runner = new Runner({ loopFactory: virtualFactory() });
-    expectError(await outcome(runner.run(123 as never)), RangeError, 'a coroutine was expected, got 123');
-    const error = await outcome(runner.run(runner.getLoop().createFuture() as never));
+    expectError(await reasonOf(runner.run(123 as never)), RangeError, 'a coroutine was expected, got 123');
+    const error = await reasonOf(runner.run(runner.getLoop().createFuture() as never));
     expect(error).toBeInstanceOf(RangeError);
     expect((error as Error).message).toMatch(/^a coroutine was expected, got /);
     await runner.close();
@@ -380,7 +350,7 @@ describe('Runner', () => {
     const innerCoro = inner();
     let rejected: Promise<unknown> | null = null;
     function* main(): Coroutine<string> {
-      rejected = outcome(runner.run(innerCoro));
+      rejected = reasonOf(runner.run(innerCoro));
       yield;
       return 'outer done';
     }
@@ -400,8 +370,8 @@ describe('Runner', () => {
     await expect(runner.run(main())).resolves.toBe(1);
     await runner.close();
     await runner.close();
-    expectError(await outcome(runner.run(main())), RuntimeError, 'Runner is closed');
-    expectError(thrown(() => runner.getLoop()), RuntimeError, 'Runner is closed');
+    expectError(await reasonOf(runner.run(main())), RuntimeError, 'Runner is closed');
+    expectError(thrownBy(() => runner.getLoop()), RuntimeError, 'Runner is closed');
   });
 
   it('does nothing on close() before first use', async () => {
@@ -419,78 +389,26 @@ describe('Runner', () => {
 });
 
 describe('run and SIGINT', () => {
-  interface Exit {
-    code: number | null;
-    signal: NodeJS.Signals | null;
-    stdout: string;
-    stderr: string;
-  }
-
-  interface Started {
-    child: ChildProcess;
-    exited: Promise<Exit>;
-    /** Resolves once the child printed `text`; rejects if it exits first. */
-    printed(text: string): Promise<void>;
-  }
-
-  function start(mode: string): Started {
-    const script = fileURLToPath(new URL('./fixtures/runners-sigint.mjs', import.meta.url));
-    const child = spawn(process.execPath, [script, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    const waiting: Array<{ text: string; resolve: () => void }> = [];
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-      for (const waiter of waiting.filter((w) => stdout.includes(w.text))) {
-        waiting.splice(waiting.indexOf(waiter), 1);
-        waiter.resolve();
-      }
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    // A child that never ends would hang the suite: end it so the test fails clearly.
-    const guard = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    const exited = new Promise<Exit>((resolve) => {
-      child.on('close', (code, signal) => {
-        clearTimeout(guard);
-        resolve({ code, signal, stdout, stderr });
-      });
-    });
-    const printed = (text: string): Promise<void> =>
-      stdout.includes(text)
-        ? Promise.resolve()
-        : new Promise<void>((resolve, reject) => {
-            waiting.push({ text, resolve });
-            void exited.then((exit) => reject(new Error(`child exited before printing ${JSON.stringify(text)}: ${JSON.stringify(exit)}`)));
-          });
-    return { child, exited, printed };
-  }
-
-  it('cancels the main task on the first SIGINT, and run() rejects with KeyboardInterrupt', async () => {
-    const child = start('cancel');
+  it.each([
+    [
+      'cancels the main task on the first SIGINT, and run() rejects with KeyboardInterrupt',
+      'cancel',
+      'ready\nrejected KeyboardInterrupt awaited-cancelled=true\n',
+    ],
+    [
+      'rejects with CancelledError when the program also cancelled the main task',
+      'user-cancel',
+      'ready\nrejected CancelledError awaited-cancelled=true\n',
+    ],
+  ])('%s', async (_name, mode, stdout) => {
+    const child = startFixture('runners-sigint.mjs', mode);
     await child.printed('ready\n');
     child.child.kill('SIGINT');
-    await expect(child.exited).resolves.toEqual({
-      code: 0,
-      signal: null,
-      stdout: 'ready\nrejected KeyboardInterrupt awaited-cancelled=true\n',
-      stderr: '',
-    });
-  });
-
-  it('rejects with CancelledError when the program also cancelled the main task', async () => {
-    const child = start('user-cancel');
-    await child.printed('ready\n');
-    child.child.kill('SIGINT');
-    await expect(child.exited).resolves.toEqual({
-      code: 0,
-      signal: null,
-      stdout: 'ready\nrejected CancelledError awaited-cancelled=true\n',
-      stderr: '',
-    });
+    await expect(child.exited).resolves.toEqual({ code: 0, signal: null, stdout, stderr: '' });
   });
 
   it('ends the process with exit code 130 on a second SIGINT when the task swallowed the first', async () => {
-    const child = start('second');
+    const child = startFixture('runners-sigint.mjs', 'second');
     await child.printed('ready\n');
     child.child.kill('SIGINT');
     await child.printed('caught CancelledError\n');

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   ExceptionGroup,
@@ -13,21 +13,11 @@ import {
 } from '../src/index.js';
 import { staggeredRace } from '../src/staggered.js';
 import { timeout } from '../src/timeouts.js';
+import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
 
 let loop: VirtualLoop;
-
-beforeEach(() => {
-  loop = new VirtualLoop();
-});
-
-afterEach(() => {
-  loop.close();
-});
-
-function run<T>(coro: Coroutine<T>): Promise<T> {
-  return loop.runUntilComplete(coro);
-}
+const { run } = useFreshLoop(() => (loop = new VirtualLoop()));
 
 /** A log of attempts: when each started, and how it ended. */
 function recorder(log: string[]) {

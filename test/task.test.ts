@@ -1,6 +1,4 @@
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   Future,
@@ -23,10 +21,10 @@ import {
   type ExceptionContext,
 } from '../src/index.js';
 import { _enterTask, _leaveTask } from '../src/task.js';
+import { expectThrow, thrownBy } from './helpers/errors.js';
+import { collectUntil, drainFinalizers } from './helpers/gc.js';
+import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop, runBriefly, runOnce } from './helpers/virtual-loop.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 /** A virtual-clock loop that remembers every timer it schedules. */
 class TimerSpyLoop extends VirtualLoop {
@@ -45,22 +43,6 @@ class TimerSpyLoop extends VirtualLoop {
   }
 }
 
-/** What `fn` throws; fails the test when it throws nothing. */
-function thrownBy(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to throw');
-}
-
-function expectThrow(fn: () => unknown, type: abstract new (...args: never[]) => Error, message: string): void {
-  const error = thrownBy(fn);
-  expect(error).toBeInstanceOf(type);
-  expect((error as Error).message).toBe(message);
-}
-
 /** The reason `promise` rejects with; fails the test when it resolves. */
 async function rejection(promise: PromiseLike<unknown>): Promise<unknown> {
   try {
@@ -77,15 +59,7 @@ function shown(task: Task<unknown>): string {
 }
 
 let loop: TimerSpyLoop;
-
-beforeEach(() => {
-  loop = new TimerSpyLoop();
-});
-
-afterEach(() => {
-  setEventLoop(null);
-  if (!loop.isRunning()) loop.close();
-});
+useFreshLoop(() => (loop = new TimerSpyLoop()), { clearCurrent: true, leaveRunning: true });
 
 describe('Task basics (TASK-01)', () => {
   it('runs a coroutine to its return value; a Task is a Future of its loop', async () => {
@@ -1229,28 +1203,6 @@ describe('sleep (SLP-01, SLP-02)', () => {
 });
 
 describe('Task "exception was never retrieved" (EXC-04)', () => {
-  function macrotask(): Promise<void> {
-    return new Promise((resolve) => setTimeout(resolve, 5));
-  }
-
-  /** Collect in fresh macrotasks (WeakRef.deref keeps its target alive until the job ends). */
-  async function collectUntil(condition: () => boolean): Promise<void> {
-    for (let round = 0; round < 60; round++) {
-      await macrotask();
-      gc();
-      await macrotask();
-      if (condition()) return;
-    }
-  }
-
-  async function settle(): Promise<void> {
-    for (let round = 0; round < 5; round++) {
-      await macrotask();
-      gc();
-    }
-    await macrotask();
-  }
-
   /** Run a task whose coroutine throws `error`, let `use` look at it, keep only a weak reference. */
   async function failedTask(name: string, error: Error, use: (task: Task<unknown>) => unknown): Promise<WeakRef<Task<unknown>>> {
     function* body(): Coroutine<void> {
@@ -1287,7 +1239,7 @@ describe('Task "exception was never retrieved" (EXC-04)', () => {
       await failedTask('cancelled', new RuntimeError('cancelled'), (task) => expect(task.cancel()).toBe(false)),
     ];
     await collectUntil(() => refs.every((ref) => ref.deref() === undefined) && reports.length > 0);
-    await settle();
+    await drainFinalizers();
     expect(refs.map((ref) => ref.deref() === undefined)).toEqual([true, true, true, true]);
     expect(reports.map((report) => report.exception)).toEqual([sentinel]);
     expect(reports[0]?.exception).toBe(sentinel);

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   ContextVar,
@@ -7,7 +7,6 @@ import {
   RuntimeError,
   SystemExit,
   copyContext,
-  currentTask,
   sleep,
   type Coroutine,
   type ExceptionContext,
@@ -15,6 +14,8 @@ import {
   type Task,
 } from '../src/index.js';
 import { TaskGroup } from '../src/taskgroups.js';
+import { raisedBy, self } from './helpers/coroutines.js';
+import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
 
 class ZeroDivisionError extends Error {
@@ -26,32 +27,7 @@ class MyExc extends Error {
 }
 
 let loop: VirtualLoop;
-
-beforeEach(() => {
-  loop = new VirtualLoop();
-});
-
-afterEach(() => {
-  loop.close();
-});
-
-function run<T>(coro: Coroutine<T>): Promise<T> {
-  return loop.runUntilComplete(coro);
-}
-
-function self(): Task<unknown> {
-  return currentTask() as Task<unknown>;
-}
-
-/** Run `body` and return what it threw (fails the test when it returns). */
-function* caught(body: () => Coroutine<unknown>): Coroutine<unknown> {
-  try {
-    yield* body();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the block to raise');
-}
+const { run } = useFreshLoop(() => (loop = new VirtualLoop()));
 
 function* returnAfter<T>(delay: number, value: T): Coroutine<T> {
   yield* sleep(delay);
@@ -161,7 +137,7 @@ describe('TaskGroup errors', () => {
     }
     function* main(): Coroutine<unknown[]> {
       const crash = new ZeroDivisionError('division by zero');
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(crashAfter(0.1, crash));
           sibling = tg.createTask(sleeper());
@@ -194,7 +170,7 @@ describe('TaskGroup errors', () => {
   it('groups every error of children failing together, in the order they failed', async () => {
     function* main(): Coroutine<unknown[]> {
       const errors = [new ZeroDivisionError('a'), new ZeroDivisionError('b'), new ZeroDivisionError('c')];
-      const group = yield* caught(() =>
+      const group = yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           for (const e of errors) tg.createTask(crashAfter(0.1, e));
           tg.createTask(sleep(1));
@@ -208,7 +184,7 @@ describe('TaskGroup errors', () => {
 
   it('raises the group when a child fails after the body returned', async () => {
     function* main(): Coroutine<unknown[]> {
-      const group = yield* caught(() =>
+      const group = yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(crashAfter(0.1));
           tg.createTask(sleep(1));
@@ -229,7 +205,7 @@ describe('TaskGroup errors', () => {
       });
     }
     function* main(): Coroutine<unknown> {
-      return yield* caught(() =>
+      return yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(middle());
           yield* sleep(10);
@@ -257,7 +233,7 @@ describe('TaskGroup errors', () => {
     }
     function* main(): Coroutine<unknown[]> {
       const crash = new ZeroDivisionError('body');
-      const group = yield* caught(() =>
+      const group = yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(sleeper('a'));
           tg.createTask(sleeper('b'));
@@ -273,7 +249,7 @@ describe('TaskGroup errors', () => {
 
   it('groups the body error raised before the first wait', async () => {
     function* main(): Coroutine<unknown[]> {
-      const group = yield* caught(() =>
+      const group = yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(sleep(10));
           throw new ZeroDivisionError('now');
@@ -293,7 +269,7 @@ describe('TaskGroup errors', () => {
       }
     }
     function* main(): Coroutine<unknown[]> {
-      const group = yield* caught(() =>
+      const group = yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(crashAfter(0.1));
           yield* nested();
@@ -309,7 +285,7 @@ describe('TaskGroup errors', () => {
       override name = 'MyBaseExc';
     }
     function* main(): Coroutine<unknown[]> {
-      const group = yield* caught(() =>
+      const group = yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(crashAfter(0.1));
           try {
@@ -382,7 +358,7 @@ describe('TaskGroup and cancellation', () => {
       const r = loop.createTask(runner());
       yield* sleep(0.1);
       r.cancel('stop');
-      const error = yield* caught(() => r[Symbol.iterator]());
+      const error = yield* raisedBy(() => r[Symbol.iterator]());
       return [error instanceof CancelledError, (error as Error).message, r.cancelled(), r.cancelling()];
     }
     expect(await run(main())).toEqual([true, 'stop', true, 1]);
@@ -409,7 +385,7 @@ describe('TaskGroup and cancellation', () => {
       const r = loop.createTask(runner());
       yield* sleep(0.5);
       r.cancel();
-      const error = yield* caught(() => r[Symbol.iterator]());
+      const error = yield* raisedBy(() => r[Symbol.iterator]());
       return [error instanceof CancelledError, r.cancelled()];
     }
     expect(await run(main())).toEqual([true, true]);
@@ -435,7 +411,7 @@ describe('TaskGroup and cancellation', () => {
       yield* sleep(0.1);
       const doneBefore = r.done();
       r.cancel();
-      const group = yield* caught(() => r[Symbol.iterator]());
+      const group = yield* raisedBy(() => r[Symbol.iterator]());
       return [doneBefore, group instanceof ExceptionGroup, names(group), r.cancelled()];
     }
     expect(await run(main())).toEqual([false, true, Array(5).fill('ZeroDivisionError'), false]);
@@ -457,7 +433,7 @@ describe('TaskGroup and cancellation', () => {
       const r = loop.createTask(runner());
       yield* sleep(0.1);
       r.cancel();
-      const group = yield* caught(() => r[Symbol.iterator]());
+      const group = yield* raisedBy(() => r[Symbol.iterator]());
       return [names(group), loop.time()];
     }
     expect(await run(main())).toEqual([['ZeroDivisionError'], 0.3]);
@@ -483,7 +459,7 @@ describe('TaskGroup and cancellation', () => {
       const r = loop.createTask(runner());
       yield* sleep(0.1);
       r.cancel();
-      const group = yield* caught(() => r[Symbol.iterator]());
+      const group = yield* raisedBy(() => r[Symbol.iterator]());
       return [names(group), loop.time()];
     }
     expect(await run(main())).toEqual([['ZeroDivisionError'], 0.3]);
@@ -515,7 +491,7 @@ describe('TaskGroup and cancellation', () => {
       const r = loop.createTask(runner());
       yield* sleep(0.1);
       r.cancel();
-      yield* caught(() => r[Symbol.iterator]());
+      yield* raisedBy(() => r[Symbol.iterator]());
       return [r.cancelled(), loop.time()];
     }
     expect(await run(main())).toEqual([true, 0.1]);
@@ -551,7 +527,7 @@ describe('TaskGroup and cancellation', () => {
       const before = t.cancelling();
       t.cancel();
       const after = t.cancelling();
-      const error = yield* caught(() => t[Symbol.iterator]());
+      const error = yield* raisedBy(() => t[Symbol.iterator]());
       return [before, after, error instanceof CancelledError, t.cancelled(), loop.time()];
     }
     expect(await run(main())).toEqual([0, 1, true, true, 0]);
@@ -561,7 +537,7 @@ describe('TaskGroup and cancellation', () => {
   it('returns the parent cancelling() to its earlier level after a child failure', async () => {
     function* main(): Coroutine<unknown[]> {
       const levels: number[] = [];
-      yield* caught(() =>
+      yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(crashAfter(0.1));
           try {
@@ -590,7 +566,7 @@ describe('TaskGroup with KeyboardInterrupt and SystemExit', () => {
       }
     }
     function* main(): Coroutine<unknown> {
-      return yield* caught(() =>
+      return yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(crashAfter(0.1));
           yield* nested();
@@ -604,7 +580,7 @@ describe('TaskGroup with KeyboardInterrupt and SystemExit', () => {
     const exit = new SystemExit(3);
     const log: string[] = [];
     function* main(): Coroutine<unknown> {
-      return yield* caught(() =>
+      return yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(
             (function* () {
@@ -686,7 +662,7 @@ describe('TaskGroup.createTask', () => {
   it('refuses while shutting down after a failure', async () => {
     let refused: unknown = null;
     function* main(): Coroutine<unknown> {
-      return yield* caught(() =>
+      return yield* raisedBy(() =>
         new TaskGroup().run(function* (tg) {
           tg.createTask(crashAfter(0.001));
           tg.createTask(
@@ -738,9 +714,9 @@ describe('TaskGroup.run', () => {
     function* main(): Coroutine<unknown[]> {
       const tg = new TaskGroup();
       const whileActive = yield* tg.run(function* (group) {
-        return yield* caught(() => group.run(() => sleep(0)));
+        return yield* raisedBy(() => group.run(() => sleep(0)));
       });
-      const afterUse = yield* caught(() => tg.run(() => sleep(0)));
+      const afterUse = yield* raisedBy(() => tg.run(() => sleep(0)));
       return [whileActive, afterUse];
     }
     const [whileActive, afterUse] = await run(main());
@@ -771,7 +747,7 @@ describe('TaskGroup.run', () => {
 
   it('rejects a body that is not a function', async () => {
     function* main(): Coroutine<unknown> {
-      return yield* caught(() => new TaskGroup().run('body' as never));
+      return yield* raisedBy(() => new TaskGroup().run('body' as never));
     }
     expect(await run(main())).toEqual(new TypeError("TaskGroup.run() expects a generator function, got 'body'"));
   });

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   Future,
@@ -23,18 +23,11 @@ import {
   waitFor,
   type ReturnWhen,
 } from '../src/tasks.js';
+import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop, runOnce } from './helpers/virtual-loop.js';
 
 let loop: VirtualLoop;
-
-beforeEach(() => {
-  loop = new VirtualLoop();
-});
-
-afterEach(() => {
-  setEventLoop(null);
-  loop.close();
-});
+useFreshLoop(() => (loop = new VirtualLoop()), { clearCurrent: true });
 
 /** Resolve to what `body` returns, or to the error it throws, after running it as the main task. */
 async function outcome<T>(body: Coroutine<T>): Promise<T | unknown> {

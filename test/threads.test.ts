@@ -14,6 +14,7 @@ import { run } from '../src/runners.js';
 import { gather, sleep } from '../src/tasks.js';
 import { toThread } from '../src/threads.js';
 import { workerFn, type WorkerFn } from '../src/worker-fn.js';
+import { HOLD, flagsOf, release } from './helpers/pool-flags.js';
 
 const mathUrl = new URL('./fixtures/pool-math.mjs', import.meta.url);
 const controlUrl = new URL('./fixtures/pool-control.mjs', import.meta.url);
@@ -25,8 +26,6 @@ const whichThread = workerFn<[], number>(mathUrl, 'whichThread');
 /** visit(flags, slot, holdSlot): counts a run in flags[slot], then holds until flags[holdSlot] != 0 (-1: no hold). */
 const visit = workerFn<[Int32Array, number, number], number>(controlUrl, 'visit');
 const spin = workerFn<[Int32Array, number], never>(controlUrl, 'spin');
-
-const HOLD = 7;
 
 let loops: EventLoop[] = [];
 let executors: PiscinaExecutor[] = [];
@@ -54,15 +53,6 @@ afterEach(async () => {
   executors = [];
   await Promise.all(pending);
 });
-
-function flagsOf(count = 8): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(count * Int32Array.BYTES_PER_ELEMENT));
-}
-
-function release(flags: Int32Array): void {
-  Atomics.store(flags, HOLD, 1);
-  Atomics.notify(flags, HOLD);
-}
 
 /** Wait in a coroutine until flags[slot] >= value; fails after 20 s rather than hang. */
 function* reached(flags: Int32Array, slot: number, value = 1): Coroutine<void> {

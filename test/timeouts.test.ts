@@ -1,16 +1,16 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   ExceptionGroup,
   RuntimeError,
   TimeoutError,
-  currentTask,
   sleep,
   type Coroutine,
-  type Task,
 } from '../src/index.js';
 import { TaskGroup } from '../src/taskgroups.js';
 import { Timeout, timeout, timeoutAt } from '../src/timeouts.js';
+import { raisedBy, self } from './helpers/coroutines.js';
+import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
 
 class ZeroDivisionError extends Error {
@@ -18,39 +18,14 @@ class ZeroDivisionError extends Error {
 }
 
 let loop: VirtualLoop;
-
-beforeEach(() => {
-  loop = new VirtualLoop();
-});
-
-afterEach(() => {
-  loop.close();
-});
-
-function run<T>(coro: Coroutine<T>): Promise<T> {
-  return loop.runUntilComplete(coro);
-}
-
-function self(): Task<unknown> {
-  return currentTask() as Task<unknown>;
-}
-
-/** Run `body` and return what it threw (fails the test when it returns). */
-function* caught(body: () => Coroutine<unknown>): Coroutine<unknown> {
-  try {
-    yield* body();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the block to raise');
-}
+const { run } = useFreshLoop(() => (loop = new VirtualLoop()));
 
 describe('timeout', () => {
   it('cancels the body at the deadline and raises TimeoutError caused by its CancelledError', async () => {
     let seen: unknown = null;
     function* main(): Coroutine<unknown[]> {
       const cm = timeout(0.01);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         cm.run(function* () {
           try {
             yield* sleep(10);
@@ -155,7 +130,7 @@ describe('timeoutAt', () => {
     function* main(): Coroutine<unknown[]> {
       yield* sleep(1);
       const cm = timeoutAt(loop.time() + 0.25);
-      const error = yield* caught(() => cm.run(() => sleep(10)));
+      const error = yield* raisedBy(() => cm.run(() => sleep(10)));
       return [error instanceof TimeoutError, cm.when(), loop.time(), cm.expired()];
     }
     expect(await run(main())).toEqual([true, 1.25, 1.25, true]);
@@ -173,7 +148,7 @@ describe('Timeout with a zero or past deadline', () => {
     function* main(): Coroutine<unknown[]> {
       const t0 = loop.time();
       const cm = timeout(0);
-      const error = yield* caught(() => cm.run(() => sleep(10)));
+      const error = yield* raisedBy(() => cm.run(() => sleep(10)));
       return [error instanceof TimeoutError, cm.expired(), cm.when(), t0, loop.time()];
     }
     expect(await run(main())).toEqual([true, true, 0, 0, 0]);
@@ -182,7 +157,7 @@ describe('Timeout with a zero or past deadline', () => {
   it('fires with timeout(0) around sleep(0)', async () => {
     function* main(): Coroutine<unknown[]> {
       const cm = timeout(0);
-      const error = yield* caught(() => cm.run(() => sleep(0)));
+      const error = yield* raisedBy(() => cm.run(() => sleep(0)));
       return [error instanceof TimeoutError, cm.expired()];
     }
     expect(await run(main())).toEqual([true, true]);
@@ -193,7 +168,7 @@ describe('Timeout with a zero or past deadline', () => {
       yield* sleep(20);
       const t0 = loop.time();
       const cm = timeout(-11);
-      const error = yield* caught(() => cm.run(() => sleep(0)));
+      const error = yield* raisedBy(() => cm.run(() => sleep(0)));
       return [error instanceof TimeoutError, cm.expired(), cm.when(), t0];
     }
     expect(await run(main())).toEqual([true, true, 9, 20]);
@@ -252,7 +227,7 @@ describe('Timeout.reschedule', () => {
   it('moves the deadline earlier', async () => {
     function* main(): Coroutine<unknown[]> {
       const cm = timeout(10);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         cm.run(function* (scope) {
           scope.reschedule(3);
           yield* sleep(10);
@@ -280,7 +255,7 @@ describe('Timeout.reschedule', () => {
     function* main(): Coroutine<unknown[]> {
       yield* sleep(5);
       const cm = timeout(10);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         cm.run(function* (scope) {
           scope.reschedule(-1);
           yield* sleep(10);
@@ -297,7 +272,7 @@ describe('Timeout and foreign errors', () => {
     const boom = new RangeError('boom');
     function* main(): Coroutine<unknown[]> {
       const cm = timeout(10);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         cm.run(function* () {
           yield* sleep(0.1);
           throw boom;
@@ -311,7 +286,7 @@ describe('Timeout and foreign errors', () => {
   it('lets a foreign cancellation through as CancelledError', async () => {
     function* main(): Coroutine<unknown[]> {
       const cm = timeout(10);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         cm.run(function* () {
           self().cancel();
           yield* sleep(1);
@@ -332,7 +307,7 @@ describe('Timeout and foreign errors', () => {
       }
       const levels = [self().cancelling()];
       const cm = timeout(1);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         cm.run(function* () {
           self().cancel();
           yield* sleep(2);
@@ -353,7 +328,7 @@ describe('Timeout and foreign errors', () => {
         // swallowed, cancelling() stays 1
       }
       const cm = timeout(0);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         cm.run(function* () {
           self().cancel();
           yield* sleep(2);
@@ -398,7 +373,7 @@ describe('Timeout nesting', () => {
       const outer = timeout(10);
       const inner = timeout(1);
       const value = yield* outer.run(function* () {
-        const error = yield* caught(() => inner.run(() => sleep(5)));
+        const error = yield* raisedBy(() => inner.run(() => sleep(5)));
         yield* sleep(2);
         return error instanceof TimeoutError;
       });
@@ -412,7 +387,7 @@ describe('Timeout nesting', () => {
     function* main(): Coroutine<unknown[]> {
       const outer = timeout(1);
       const inner = timeout(10);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         outer.run(function* () {
           try {
             yield* inner.run(() => sleep(5));
@@ -433,7 +408,7 @@ describe('Timeout nesting', () => {
     function* main(): Coroutine<unknown[]> {
       const outer = timeoutAt(1);
       const inner = timeoutAt(1);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         outer.run(function* () {
           try {
             yield* inner.run(() => sleep(5));
@@ -453,7 +428,7 @@ describe('Timeout nesting', () => {
 describe('Timeout exception chaining', () => {
   it('raises TimeoutError when the body fails and then waits in a finally block', async () => {
     function* main(): Coroutine<unknown> {
-      return yield* caught(() =>
+      return yield* raisedBy(() =>
         timeout(0.01).run(function* () {
           try {
             throw new ZeroDivisionError('division by zero');
@@ -471,7 +446,7 @@ describe('Timeout exception chaining', () => {
   it('lets an error raised in cleanup during expiry propagate', async () => {
     function* main(): Coroutine<unknown[]> {
       const cm = timeout(0.01);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         cm.run(function* () {
           try {
             yield* sleep(1);
@@ -491,7 +466,7 @@ describe('Timeout exception chaining', () => {
   it('inserts a TimeoutError into the cause chain just before the CancelledError', async () => {
     let cancelled: unknown = null;
     function* main(): Coroutine<unknown> {
-      return yield* caught(() =>
+      return yield* raisedBy(() =>
         timeout(0.01).run(function* () {
           try {
             yield* sleep(1);
@@ -517,7 +492,7 @@ describe('Timeout exception chaining', () => {
   it('leaves the cause chain alone when the cancellation was not its own', async () => {
     let cancelled: unknown = null;
     function* main(): Coroutine<unknown> {
-      return yield* caught(() =>
+      return yield* raisedBy(() =>
         timeout(10).run(function* () {
           try {
             self().cancel();
@@ -537,7 +512,7 @@ describe('Timeout exception chaining', () => {
     let first: unknown = null;
     let innerError: unknown = null;
     function* main(): Coroutine<unknown> {
-      return yield* caught(() =>
+      return yield* raisedBy(() =>
         timeout(0.01).run(function* () {
           try {
             yield* sleep(1);
@@ -545,7 +520,7 @@ describe('Timeout exception chaining', () => {
             first = e;
             throw e;
           } finally {
-            innerError = yield* caught(() => timeout(0.01).run(() => sleep(10)));
+            innerError = yield* raisedBy(() => timeout(0.01).run(() => sleep(10)));
           }
         }),
       );
@@ -569,7 +544,7 @@ describe('Timeout exception chaining', () => {
       } catch (e) {
         if (!(e instanceof CancelledError)) throw e;
       } finally {
-        error = yield* caught(() => timeout(0).run(() => sleep(1)));
+        error = yield* raisedBy(() => timeout(0).run(() => sleep(1)));
       }
       return [error instanceof TimeoutError, self().cancelling()];
     }
@@ -582,7 +557,7 @@ describe('Timeout state machine', () => {
     function* main(): Coroutine<unknown> {
       const cm = timeout(10);
       return yield* cm.run(function* (scope) {
-        return yield* caught(() => scope.run(() => sleep(0)));
+        return yield* raisedBy(() => scope.run(() => sleep(0)));
       });
     }
     expect(await run(main())).toEqual(new RuntimeError('Timeout has already been entered'));
@@ -592,7 +567,7 @@ describe('Timeout state machine', () => {
     function* main(): Coroutine<unknown> {
       const cm = timeout(10);
       yield* cm.run(() => sleep(0));
-      return yield* caught(() => cm.run(() => sleep(0)));
+      return yield* raisedBy(() => cm.run(() => sleep(0)));
     }
     const error = await run(main());
     expect(error).toBeInstanceOf(RuntimeError);
@@ -606,7 +581,7 @@ describe('Timeout state machine', () => {
       const finished = timeout(10);
       yield* finished.run(() => sleep(0));
       const expired = timeout(0.1);
-      yield* caught(() => expired.run(() => sleep(1)));
+      yield* raisedBy(() => expired.run(() => sleep(1)));
       const errors: unknown[] = [];
       for (const scope of [finished, expired]) {
         try {
@@ -627,7 +602,7 @@ describe('Timeout state machine', () => {
     function* main(): Coroutine<unknown> {
       let error: unknown = null;
       const cm = timeout(0.1);
-      yield* caught(() =>
+      yield* raisedBy(() =>
         cm.run(function* (scope) {
           try {
             yield* sleep(1);
@@ -666,7 +641,7 @@ describe('Timeout state machine', () => {
   it('rejects a body that is not a function before entering', async () => {
     const cm = timeoutAt(5);
     function* main(): Coroutine<unknown> {
-      return yield* caught(() => cm.run(42 as never));
+      return yield* raisedBy(() => cm.run(42 as never));
     }
     expect(await run(main())).toEqual(new TypeError('Timeout.run() expects a generator function, got 42'));
     expect(String(cm)).toBe('<Timeout [created]>');
@@ -700,7 +675,7 @@ describe('Timeout repr', () => {
       });
       reprs.push(String(active));
       const expired = timeout(0.5);
-      yield* caught(() => expired.run(() => sleep(1)));
+      yield* raisedBy(() => expired.run(() => sleep(1)));
       reprs.push(String(expired));
       return reprs;
     }
@@ -754,7 +729,7 @@ describe('Timeout around a TaskGroup', () => {
     }
     function* main(): Coroutine<unknown[]> {
       const cm = timeout(0.01);
-      const error = yield* caught(() =>
+      const error = yield* raisedBy(() =>
         cm.run(() =>
           new TaskGroup().run(function* (tg) {
             tg.createTask(child());
