@@ -1,13 +1,14 @@
 /**
  * Workloads across threads: a ping-pong between loops in two threads (round-trip p50/p99) and a
  * one-way callSoonThreadsafe burst, each beside a raw MessagePort doing the same in the same run.
+ * The raw baseline runs between the same two threads: one end of its MessageChannel is moved
+ * into the LoopThread's worker, where a plain 'message' handler answers (no loop involved).
  */
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
-import { LoopThread, ensureFuture, run, type Coroutine } from '../src/index.js';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { LoopThread, ensureFuture, move, run, type Coroutine } from '../src/index.js';
 import { median, now, percentile, perSecond, type Row } from './harness.js';
 
 const ECHO = new URL('./fixtures/echo-service.js', import.meta.url);
-const RAW = new URL('./fixtures/raw-echo.js', import.meta.url);
 const ROUNDS = 5;
 
 function* loopPingPong(thread: LoopThread, count: number, samples: number[]): Coroutine<void> {
@@ -67,14 +68,11 @@ export async function threadWorkloads(log: (line: string) => void): Promise<Row[
 
   const oursBurst: number[] = [];
   const rawBursts: number[] = [];
-  // The baseline talks over a MessageChannel of its own, as links between loops do.
-  const worker = new Worker(RAW);
   const channel = new MessageChannel();
-  worker.postMessage(channel.port2, [channel.port2]);
   const port = channel.port1;
-  await new Promise((resolve) => worker.once('online', resolve));
   function* main(): Coroutine<void> {
     const thread = yield* ensureFuture(LoopThread.start(ECHO, { name: 'bench-echo' }));
+    yield* thread.call('rawEcho', move(channel.port2));
     yield* loopPingPong(thread, 2_000, []);
     yield* ensureFuture(rawPingPong(port, 2_000, []));
     yield* loopBurst(thread, 200_000);
@@ -90,7 +88,6 @@ export async function threadWorkloads(log: (line: string) => void): Promise<Row[
   }
   await run(main());
   port.close();
-  await worker.terminate();
   const rows: Row[] = [
     {
       workload: 'ping-pong round trip p50',

@@ -1,13 +1,14 @@
 /**
  * Moving buffers across threads: `move()` marks an ArrayBuffer so that it is transferred
  * (its memory handed over, the original detached) instead of copied when it crosses a thread
- * as an argument or a result. Python has no counterpart: its threads share one heap.
+ * as an argument or a result; a MessagePort, which cannot be copied, crosses the same way.
+ * Python has no counterpart: its threads share one heap.
  */
-import type { Transferable } from 'node:worker_threads';
+import { MessagePort, type Transferable } from 'node:worker_threads';
 import { typeName } from './internal/format.js';
 
-/** Buffers marked by `move()` and not yet collected for a transfer. */
-const marked = new WeakSet<ArrayBuffer>();
+/** Buffers and ports marked by `move()` and not yet collected for a transfer. */
+const marked = new WeakSet<ArrayBuffer | MessagePort>();
 /** How many marks are live, so values cross without a scan while nobody uses `move()`. */
 let liveMarks = 0;
 
@@ -16,7 +17,9 @@ const MAX_DEPTH = 3;
 
 /**
  * Mark an ArrayBuffer (or the buffer under a typed array or DataView) to be transferred rather
- * than copied when it crosses a thread as an argument or a result; returns `value`.
+ * than copied when it crosses a thread as an argument or a result; returns `value`. A
+ * MessagePort can be moved too (it cannot be copied): the other thread gets the port, this
+ * one loses it — a way to give a service a direct channel.
  *
  * Transferring hands the whole underlying buffer over: afterwards it is detached here
  * (`byteLength` 0), views on it included. A buffer is transferred once; its mark is used up.
@@ -29,14 +32,21 @@ const MAX_DEPTH = 3;
  * pixels.byteLength; // 0: the memory went to the worker instead of being copied
  * ```
  */
-export function move<T extends ArrayBuffer | ArrayBufferView>(value: T): T {
+export function move<T extends ArrayBuffer | ArrayBufferView | MessagePort>(value: T): T {
+  if (value instanceof MessagePort) {
+    if (!marked.has(value)) {
+      marked.add(value);
+      liveMarks++;
+    }
+    return value;
+  }
   let buffer: unknown = value;
   if (ArrayBuffer.isView(value)) buffer = value.buffer;
   if (!(buffer instanceof ArrayBuffer)) {
     if (typeof SharedArrayBuffer === 'function' && buffer instanceof SharedArrayBuffer) {
       throw new TypeError('move() cannot transfer a SharedArrayBuffer: threads share it without copying');
     }
-    throw new TypeError(`move() needs an ArrayBuffer, a typed array or a DataView, got ${typeName(value)}`);
+    throw new TypeError(`move() needs an ArrayBuffer, a typed array, a DataView or a MessagePort, got ${typeName(value)}`);
   }
   if (!marked.has(buffer)) {
     marked.add(buffer);
@@ -65,7 +75,7 @@ export function collectTransfers(value: unknown, out: Transferable[]): void {
 
 function visit(value: unknown, out: Transferable[], depth: number): void {
   if (typeof value !== 'object' || value === null) return;
-  if (value instanceof ArrayBuffer) {
+  if (value instanceof ArrayBuffer || value instanceof MessagePort) {
     take(value, out);
     return;
   }
@@ -86,7 +96,7 @@ function visit(value: unknown, out: Transferable[], depth: number): void {
   }
 }
 
-function take(buffer: ArrayBuffer, out: Transferable[]): void {
+function take(buffer: ArrayBuffer | MessagePort, out: Transferable[]): void {
   if (!marked.delete(buffer)) return;
   liveMarks--;
   out.push(buffer);

@@ -43,7 +43,7 @@ describe('move', () => {
     ['Map', new Map()],
   ])('refuses a value of type %s with a TypeError naming the type', (type, value) => {
     expect(() => move(value as never)).toThrow(
-      new TypeError(`move() needs an ArrayBuffer, a typed array or a DataView, got ${type}`),
+      new TypeError(`move() needs an ArrayBuffer, a typed array, a DataView or a MessagePort, got ${type}`),
     );
   });
 
