@@ -32,11 +32,10 @@ import {
   DONE,
   QUEUED,
   RUNNING,
-  describeUncloneable,
-  findUncloneable,
   type BatchRequest,
   type BatchResponse,
 } from './internal/pool-job.js';
+import { describeUncloneable, findUncloneable } from './internal/uncloneable.js';
 import { logger } from './log.js';
 import { collectTransfers } from './transfer.js';
 import { describeWorkerFn, isWorkerFn, type WorkerFn } from './worker-fn.js';

@@ -19,6 +19,7 @@ import { ensureFuture } from '../task.js';
 import { collectTransfers } from '../transfer.js';
 import { decodeError, encodeError } from './errors.js';
 import { typeName } from './format.js';
+import { findUncloneable } from './uncloneable.js';
 import {
   ARGS_ARRAY,
   ARGS_NONE,
@@ -536,11 +537,7 @@ function runBatch(link: Link, batch: unknown[]): void {
 /** Name the first argument that structured clone refuses, with its type. */
 function describeUncloneable(args: unknown[]): string {
   for (let i = 0; i < args.length; i++) {
-    try {
-      structuredClone(args[i]);
-    } catch {
-      return `argument ${i + 1} (${typeName(args[i])})`;
-    }
+    if (findUncloneable(args[i], 'argument') !== null) return `argument ${i + 1} (${typeName(args[i])})`;
   }
   return 'an argument';
 }

@@ -16,6 +16,7 @@ import { move as piscinaMove, transferableSymbol, valueSymbol } from 'piscina';
 import { collectTransfers } from '../transfer.js';
 import { encodeError, type EncodedError } from './errors.js';
 import { typeName } from './format.js';
+import { describeUncloneable, findUncloneable } from './uncloneable.js';
 
 /** The job waits: the thread has not reached it. */
 export const QUEUED = 0;
@@ -67,115 +68,6 @@ export interface BatchResponse {
   readonly ran: number;
   /** Milliseconds the jobs took, module loading excluded. */
   readonly ms: number;
-}
-
-/**
- * Locate where structured clone gives up inside a value.
- *
- * @example
- * ```ts
- * const found: Uncloneable = { path: 'args[0].callback', type: 'function' };
- * ```
- */
-export interface Uncloneable {
-  /** Where it is, e.g. `args[1].callback` or `result`. */
-  readonly path: string;
-  /** Its type, e.g. `function`, `symbol`, `Promise`. */
-  readonly type: string;
-}
-
-/** Plain containers are searched this many nodes deep, then trusted (cycles end there too). */
-const CHECK_BUDGET = 1024;
-
-/** Nodes left to visit in the current check. */
-let budget = 0;
-
-/**
- * Find the first value inside `value` that structured clone would refuse, or null when none.
- * Primitives and plain containers are checked by walking them (no copy, so moved buffers are
- * not copied either); other objects are tried with `structuredClone`. Past a budget of nodes
- * the rest is trusted.
- *
- * @example
- * ```ts
- * findUncloneable({ callback() {} }, 'args[0]'); // { path: 'args[0].callback', type: 'function' }
- * ```
- */
-export function findUncloneable(value: unknown, path: string): Uncloneable | null {
-  budget = CHECK_BUDGET;
-  return walk(value, path);
-}
-
-function walk(value: unknown, path: string): Uncloneable | null {
-  switch (typeof value) {
-    case 'function':
-      return { path, type: 'function' };
-    case 'symbol':
-      return { path, type: 'symbol' };
-    case 'object':
-      break;
-    default:
-      return null;
-  }
-  if (value === null || --budget < 0) return null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const item: unknown = value[i];
-      if (typeof item !== 'object' && typeof item !== 'function' && typeof item !== 'symbol') continue;
-      const found = walk(item, `${path}[${i}]`);
-      if (found !== null) return found;
-    }
-    return null;
-  }
-  if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return null;
-  const proto: unknown = Object.getPrototypeOf(value);
-  if (proto === Object.prototype || proto === null) {
-    try {
-      for (const key in value) {
-        const item = (value as Record<string, unknown>)[key];
-        if (typeof item !== 'object' && typeof item !== 'function' && typeof item !== 'symbol') continue;
-        const found = walk(item, `${path}.${key}`);
-        if (found !== null) return found;
-      }
-    } catch {
-      return { path, type: `${typeName(value)} with an unreadable property` };
-    }
-    return null;
-  }
-  if (value instanceof Map) {
-    for (const [key, item] of value) {
-      const found = walk(key, `${path}.keys()`) ?? walk(item, `${path}.get(${typeof key === 'string' ? `'${key}'` : typeName(key)})`);
-      if (found !== null) return found;
-    }
-    return null;
-  }
-  if (value instanceof Set) {
-    for (const item of value) {
-      const found = walk(item, `${path}.values()`);
-      if (found !== null) return found;
-    }
-    return null;
-  }
-  if (value instanceof Date || value instanceof RegExp) return null;
-  try {
-    structuredClone(value);
-    return null;
-  } catch {
-    return { path, type: typeName(value) };
-  }
-}
-
-/**
- * Say what `found` is, for messages.
- *
- * @example
- * ```ts
- * describeUncloneable({ path: 'args[0]', type: 'function' }); // 'args[0] is a function, which cannot be cloned'
- * ```
- */
-export function describeUncloneable(found: Uncloneable): string {
-  const article = /^[aeiou]/i.test(found.type) ? 'an' : 'a';
-  return `${found.path} is ${article} ${found.type}, which cannot be cloned`;
 }
 
 /** A module namespace, as `import()` gives it. */
