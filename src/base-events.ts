@@ -21,7 +21,7 @@ import { Task, ensureFuture } from './task.js';
 import type { Coroutine, Awaitable } from './coroutines.js';
 import { wrapFuture } from './concurrent.js';
 import { createDefaultExecutor, type Executor } from './executor.js';
-import { isWorkerFn, type WorkerFn } from './worker-fn.js';
+import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
 
 /** asyncio: purge the timer heap when it holds more than this many timers... */
 const MIN_SCHEDULED_TIMER_HANDLES = 100;
@@ -532,16 +532,19 @@ export class EventLoop {
    * ```
    */
   runInExecutor<A extends unknown[], R>(executor: Executor | null, fn: WorkerFn<A, R>, ...args: A): Future<R> {
+    return this._runInExecutor(executor, fn, args, 'runInExecutor()');
+  }
+
+  /** @internal `runInExecutor`, with errors naming `caller` (`toThread()` calls it too). */
+  _runInExecutor<A extends unknown[], R>(executor: Executor | null, fn: WorkerFn<A, R>, args: A, caller: string): Future<R> {
     this.#checkClosed();
-    if (!isWorkerFn(fn)) {
-      throw new TypeError(`runInExecutor() needs a WorkerFn (workerFn(moduleUrl, exportName)), got ${repr(fn)}`);
-    }
+    const checked = checkWorkerFn<A, R>(fn, caller);
     let target = executor;
     if (target === null) {
       if (this.#executorShutdownCalled) throw new RuntimeError('Executor shutdown has been called');
       target = this.#defaultExecutor ??= createDefaultExecutor();
     }
-    return wrapFuture<R>(target.submit<A, R>(fn, ...args), { loop: this });
+    return wrapFuture<R>(target.submit<A, R>(checked, ...args), { loop: this });
   }
 
   /**

@@ -38,7 +38,7 @@ import {
 import { describeUncloneable, findUncloneable } from './internal/uncloneable.js';
 import { logger } from './log.js';
 import { collectTransfers } from './transfer.js';
-import { describeWorkerFn, isWorkerFn, type WorkerFn } from './worker-fn.js';
+import { checkWorkerFn, describeWorkerFn, type WorkerFn } from './worker-fn.js';
 
 /**
  * Run WorkerFns off the loop's thread (concurrent.futures.Executor); `runInExecutor` accepts
@@ -278,9 +278,9 @@ class PoolEngine {
     this.pool.on('error', (error: unknown) => logger.error('pool thread failed outside any job', error));
   }
 
-  submit(fn: unknown, args: unknown[]): JobFuture {
+  submit(candidate: unknown, args: unknown[]): JobFuture {
     if (this.#shutdown) throw new RuntimeError('cannot schedule new futures after shutdown');
-    if (!isWorkerFn(fn)) throw new TypeError(`submit() needs a WorkerFn (see workerFn()), got ${repr(fn)}`);
+    const fn = checkWorkerFn(candidate, 'submit()');
     const job = new JobFuture(this, fn, args);
     for (let i = 0; i < args.length; i++) {
       const arg = args[i];

@@ -17,7 +17,7 @@ import type { FromWorker, LinkPorts, LoopThreadData, ToWorker } from './internal
 import { _getRunningLoop } from './internal/running.js';
 import { allTasks, currentTask } from './task.js';
 import { gather } from './tasks.js';
-import { _moduleUrlOf } from './worker-fn.js';
+import { moduleUrlOf, notAFunction, notExported } from './internal/module-ref.js';
 
 /** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
 const HOST_ENTRY = new URL(
@@ -92,13 +92,18 @@ function functionTable(table: Record<string, unknown>, what: string): CallTarget
     lookup(name: string): (...args: unknown[]) => unknown {
       if (typeof name !== 'string') throw new TypeError(`a function name must be a string, got ${typeof name}`);
       if (!Object.prototype.hasOwnProperty.call(table, name)) {
-        throw new TypeError(`'${name}' is not a function exported by ${what}`);
+        throw new TypeError(notExported(name, what, functionNames(table)));
       }
       const value = table[name];
-      if (typeof value !== 'function') throw new TypeError(`'${name}' exported by ${what} is not a function`);
+      if (typeof value !== 'function') throw new TypeError(notAFunction(name, what));
       return value as (...args: unknown[]) => unknown;
     },
   };
+}
+
+/** The names of the functions in `table`. */
+function functionNames(table: Record<string, unknown>): string[] {
+  return Object.keys(table).filter((name) => typeof table[name] === 'function');
 }
 
 function makeProxy<M>(ref: LoopRef): RemoteProxy<M> {
@@ -140,7 +145,7 @@ export class LoopThread implements LoopRef {
   #death: (() => Error) | null = null;
   #closing: Promise<void> | null = null;
   /** The last name checked and the last loop's link: a burst of calls looks them up once. */
-  #checkedName = '';
+  #checkedName: string | null = null;
   #lastLoop: EventLoop | null = null;
   #lastLink: Link | null = null;
   #terminated = false;
@@ -160,7 +165,7 @@ export class LoopThread implements LoopRef {
    * the thread's loop runs, rejects with the module's error when it cannot be loaded.
    */
   static async start(moduleUrl: string | URL, options: LoopThreadOptions = {}): Promise<LoopThread> {
-    const url = _moduleUrlOf(moduleUrl, 'LoopThread.start()');
+    const url = moduleUrlOf(moduleUrl, 'LoopThread.start()');
     const name = options.name ?? `LoopThread-${++threadCounter}`;
     const loop = _getRunningLoop();
     const expose = options.expose ?? {};
@@ -310,8 +315,8 @@ export class LoopThread implements LoopRef {
       this.#checkedName = name;
       return;
     }
-    if (this.#others.has(name)) throw new TypeError(`'${name}' exported by ${this.moduleUrl} is not a function`);
-    throw new TypeError(`'${name}' is not a function exported by ${this.moduleUrl} (LoopThread '${this.name}')`);
+    if (this.#others.has(name)) throw new TypeError(notAFunction(name, this.moduleUrl));
+    throw new TypeError(notExported(name, this.moduleUrl, [...this.#exports], `LoopThread '${this.name}'`));
   }
 
   #linkFor(loop: EventLoop): Link {
@@ -447,7 +452,7 @@ export async function _hostLoopThread(): Promise<void> {
 
   let namespace: Record<string, unknown>;
   try {
-    namespace = await importUserModule(data.moduleUrl);
+    namespace = await importUserModule(moduleUrlOf(data.moduleUrl, 'a LoopThread'));
   } catch (error) {
     const message: FromWorker = { type: 'failed', error: encodeError(error) };
     control.postMessage(message);

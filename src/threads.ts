@@ -25,5 +25,5 @@ import type { WorkerFn } from './worker-fn.js';
  * ```
  */
 export function toThread<A extends unknown[], R>(fn: WorkerFn<A, R>, ...args: A): Future<R> {
-  return getRunningLoop().runInExecutor(null, fn, ...args);
+  return getRunningLoop()._runInExecutor(null, fn, args, 'toThread()');
 }

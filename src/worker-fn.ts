@@ -3,9 +3,7 @@
  * reference (the URL of its module and the name of its export) that the other thread imports;
  * this plays the part of the plain callable asyncio's `run_in_executor` and `to_thread` take.
  */
-import { isAbsolute } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { repr } from './internal/format.js';
+import { checkModuleRef, makeModuleRef, shortName } from './internal/module-ref.js';
 
 /** Carries a WorkerFn's signature in the type system only; no value ever has it. */
 declare const workerFnSignature: unique symbol;
@@ -33,9 +31,10 @@ export interface WorkerFn<A extends unknown[] = unknown[], R = unknown> {
  * Name the function `exportName` (the default export when omitted) of the module at
  * `moduleUrl`, to run it in another thread (where asyncio's `to_thread` takes the callable).
  *
- * `moduleUrl` is a `URL`, a `file:` href or an absolute path (turned into a `file:` href); a
- * relative path would be resolved against a different directory in the other thread, so it is
- * refused. The result is a frozen plain object that `structuredClone` copies.
+ * `moduleUrl` is a `file:` URL, a `file:` href or an absolute path (turned into a `file:` href); a
+ * relative path would be resolved against a different directory in the other thread, and a
+ * `data:` or `node:` URL is no module of the application, so they are refused. The result is a
+ * frozen plain object that `structuredClone` copies.
  *
  * @example
  * ```ts
@@ -48,47 +47,22 @@ export function workerFn<A extends unknown[] = unknown[], R = unknown>(
   moduleUrl: string | URL,
   exportName: string = 'default',
 ): WorkerFn<A, R> {
-  const url = _moduleUrlOf(moduleUrl, 'workerFn()');
-  if (typeof exportName !== 'string' || exportName === '') {
-    throw new TypeError(`workerFn() exportName must be a non-empty string, got ${repr(exportName)}`);
-  }
-  return Object.freeze({ moduleUrl: url, exportName });
+  return makeModuleRef(moduleUrl, exportName, 'workerFn()');
 }
 
 /**
- * The href of a module given as a URL, a `file:` href or an absolute path; a TypeError naming
- * `caller` (e.g. `'workerFn()'`) otherwise.
- *
- * @internal
- */
-export function _moduleUrlOf(moduleUrl: unknown, caller: string): string {
-  if (moduleUrl instanceof URL) return moduleUrl.href;
-  if (typeof moduleUrl === 'string') {
-    if (/^file:/i.test(moduleUrl)) {
-      try {
-        return new URL(moduleUrl).href;
-      } catch {
-        throw new TypeError(`${caller} got an invalid file: URL ${repr(moduleUrl)}`);
-      }
-    }
-    if (isAbsolute(moduleUrl)) return pathToFileURL(moduleUrl).href;
-  }
-  throw new TypeError(`${caller} needs an absolute path or a file: URL, got ${repr(moduleUrl)}`);
-}
-
-/**
- * Whether `value` has the shape of a WorkerFn (a copy that crossed a thread included).
+ * `fn` when it is a WorkerFn whose module and export name pass the checks `workerFn()` makes
+ * (a copy that crossed a thread included, then checked and frozen); a TypeError naming `caller`
+ * otherwise, so that no hand-made object makes a thread import a `data:` or `node:` module.
  *
  * @internal
  * @example
  * ```ts
- * if (!isWorkerFn(fn)) throw new TypeError(`expected a WorkerFn, got ${repr(fn)}`);
+ * const checked = checkWorkerFn(fn, 'toThread()');
  * ```
  */
-export function isWorkerFn(value: unknown): value is WorkerFn {
-  if (typeof value !== 'object' || value === null) return false;
-  const { moduleUrl, exportName } = value as { moduleUrl?: unknown; exportName?: unknown };
-  return typeof moduleUrl === 'string' && moduleUrl !== '' && typeof exportName === 'string' && exportName !== '';
+export function checkWorkerFn<A extends unknown[], R>(fn: WorkerFn<A, R> | unknown, caller: string): WorkerFn<A, R> {
+  return checkModuleRef(fn, caller) as WorkerFn<A, R>;
 }
 
 /**
@@ -101,5 +75,5 @@ export function isWorkerFn(value: unknown): value is WorkerFn {
  * ```
  */
 export function describeWorkerFn(fn: Pick<WorkerFn, 'moduleUrl' | 'exportName'>): string {
-  return `${fn.exportName} of ${fn.moduleUrl}`;
+  return `${shortName(fn.exportName)} of ${fn.moduleUrl}`;
 }

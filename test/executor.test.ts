@@ -160,7 +160,11 @@ describe('PiscinaExecutor.submit', () => {
   it('throws TypeError for something that is not a WorkerFn', () => {
     const made = executor();
     expect(() => made.submit((() => 1) as unknown as WorkerFn)).toThrow(TypeError);
-    expect(() => made.submit(null as unknown as WorkerFn)).toThrow('submit() needs a WorkerFn (see workerFn()), got null');
+    expect(() => made.submit(null as unknown as WorkerFn)).toThrow('submit() needs a WorkerFn (workerFn(moduleUrl, exportName)), got null');
+    const forged = { moduleUrl: 'data:text/javascript,export const x = () => 1', exportName: 'x' } as unknown as WorkerFn;
+    expect(() => made.submit(forged)).toThrow(
+      new TypeError("submit() needs an absolute path or a file: URL, got 'data:text/javascript,export const x = () => 1'"),
+    );
   });
 });
 

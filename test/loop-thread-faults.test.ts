@@ -23,6 +23,8 @@ import { Recorder, awaitPromise, errorOf, outcome, useThreads } from './helpers/
 import { useFreshLoop } from './helpers/loops.js';
 
 const SERVICE = new URL('./fixtures/lt-service.mjs', import.meta.url);
+/** How an unknown name's message lists the functions of lt-service.mjs. */
+const SERVICE_FUNCTIONS = "its functions: 'add', 'askParent', 'askParentBlocking', 'askParentThenCancel', 'askParentTooSlow' and 33 more";
 
 let loop: EventLoop;
 useFreshLoop(() => (loop = newEventLoop()), { current: true });
@@ -278,7 +280,7 @@ describe('names that are not exported functions', () => {
     "refuses '%s' at call time with a TypeError",
     async (name) => {
       const thread = await threads.startOutside(SERVICE, { name: 'svc' });
-      const message = `'${name}' is not a function exported by ${SERVICE.href} (LoopThread 'svc')`;
+      const message = `'${name}' is not a function exported by ${SERVICE.href} (LoopThread 'svc'; ${SERVICE_FUNCTIONS})`;
       expect(() => thread.call(name)).toThrow(new TypeError(message));
       expect(() => thread.callSoonThreadsafe(name)).toThrow(new TypeError(message));
       expect(await loop.runUntilComplete(thread.call('add', 1, 2))).toBe(3);
@@ -290,6 +292,25 @@ describe('names that are not exported functions', () => {
     const message = `'notAFunction' exported by ${SERVICE.href} is not a function`;
     expect(() => thread.call('notAFunction')).toThrow(new TypeError(message));
     expect(() => thread.callSoonThreadsafe('notAFunction')).toThrow(new TypeError(message));
+  });
+
+  it("refuses '' at once, also on a link that made no call yet", async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'svc' });
+    const message = `'' is not a function exported by ${SERVICE.href} (LoopThread 'svc'; ${SERVICE_FUNCTIONS})`;
+    expect(() => thread.call('')).toThrow(new TypeError(message));
+    expect(() => thread.callSoonThreadsafe('')).toThrow(new TypeError(message));
+    expect(() => thread.submit('')).toThrow(new TypeError(message));
+  });
+
+  it('cuts a huge name in the message, here and in the thread', async () => {
+    const thread = await loop.runUntilComplete(threads.start(SERVICE, { name: 'svc', expose: {} }));
+    const huge = 'n'.repeat(1 << 20);
+    const shown = `'${'n'.repeat(80)}…' (1048576 characters)`;
+    expect(() => thread.call(huge)).toThrow(new TypeError(`${shown} is not a function exported by ${SERVICE.href} (LoopThread 'svc'; ${SERVICE_FUNCTIONS})`));
+    // The thread's own check, reached through the parent's exposed functions: callParent(huge).
+    const error = errorOf(await loop.runUntilComplete(outcome(thread.call('callParent', huge))));
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error.message).toBe(`${shown} is not a function exported by the parent of LoopThread 'svc' (it has no functions)`);
   });
 
   it('refuses a name that is not a string', async () => {

@@ -419,7 +419,7 @@ describe('LoopThread.proxy', () => {
     const proxy = lt.proxy<Record<string, (...args: unknown[]) => unknown>>();
     expect((proxy as { then?: unknown }).then).toBeUndefined();
     expect(() => proxy.missing!()).toThrow(
-      new TypeError(`'missing' is not a function exported by ${TYPED.href} (LoopThread '${lt.name}')`),
+      new TypeError(`'missing' is not a function exported by ${TYPED.href} (LoopThread '${lt.name}'; its functions: 'add', 'lengthOf', 'slowGreet')`),
     );
     expect(() => proxy.version!()).toThrow(new TypeError(`'version' exported by ${TYPED.href} is not a function`));
   });
@@ -583,7 +583,7 @@ describe('parentLoop', () => {
     expect(refused.message).toBe('nothing here');
     const unknown = errorOf(seen[1]!);
     expect(unknown).toBeInstanceOf(TypeError);
-    expect(unknown.message).toBe("'nope' is not a function exported by the parent of LoopThread 'child'");
+    expect(unknown.message).toBe("'nope' is not a function exported by the parent of LoopThread 'child' (its functions: 'refuse')");
   });
 
   it('needs a running loop when functions are exposed', async () => {

@@ -105,6 +105,28 @@ describe('toThread', () => {
   it('throws RuntimeError outside a running loop', () => {
     expect(() => toThread(add, 1, 2)).toThrow(new RuntimeError('no running event loop'));
   });
+
+  it('refuses a hand-made WorkerFn naming a data: or node: module, naming toThread()', async () => {
+    const forged = [
+      { moduleUrl: 'data:text/javascript,export default () => process.exit(9)', exportName: 'default' },
+      { moduleUrl: 'node:fs', exportName: 'readFileSync' },
+    ] as unknown as Array<WorkerFn<[string], unknown>>;
+    function* main(): Coroutine<string[]> {
+      const messages: string[] = [];
+      for (const fn of forged) {
+        try {
+          yield* toThread(fn, '/etc/passwd');
+        } catch (error) {
+          messages.push((error as TypeError).message);
+        }
+      }
+      return messages;
+    }
+    expect(await run(main())).toEqual([
+      "toThread() needs an absolute path or a file: URL, got 'data:text/javascript,export default () => process.exit(9)'",
+      "toThread() needs an absolute path or a file: URL, got 'node:fs'",
+    ]);
+  });
 });
 
 describe('EventLoop.runInExecutor', () => {
@@ -132,7 +154,26 @@ describe('EventLoop.runInExecutor', () => {
 
   it('throws TypeError for a function that is not a WorkerFn', () => {
     const loop = loopOf();
-    expect(() => loop.runInExecutor(null, (() => 1) as unknown as WorkerFn<[], number>)).toThrow(TypeError);
+    expect(() => loop.runInExecutor(null, (() => 1) as unknown as WorkerFn<[], number>)).toThrow(
+      new TypeError('runInExecutor() needs a WorkerFn (workerFn(moduleUrl, exportName)), got anonymous()'),
+    );
+  });
+
+  it('checks a hand-made WorkerFn before any executor sees it', () => {
+    const loop = loopOf();
+    const submitted: unknown[] = [];
+    const spy: Executor = {
+      submit: (fn) => {
+        submitted.push(fn);
+        throw new Error('not reached');
+      },
+      shutdown: () => Promise.resolve(),
+    };
+    const forged = { moduleUrl: 'node:child_process', exportName: 'execSync' } as unknown as WorkerFn<[string], unknown>;
+    expect(() => loop.runInExecutor(spy, forged, 'rm -rf /')).toThrow(
+      new TypeError("runInExecutor() needs an absolute path or a file: URL, got 'node:child_process'"),
+    );
+    expect(submitted).toEqual([]);
   });
 
   it('removes a queued job when its Future is cancelled', async () => {

@@ -1,6 +1,6 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import { describeWorkerFn, isWorkerFn, workerFn, type WorkerFn } from '../src/worker-fn.js';
+import { checkWorkerFn, describeWorkerFn, workerFn, type WorkerFn } from '../src/worker-fn.js';
 import { startHost, type Host } from './fixtures/xthread-client.js';
 
 const mathUrl = new URL('./fixtures/xthread-math.mjs', import.meta.url);
@@ -93,24 +93,63 @@ describe('workerFn', () => {
   });
 });
 
-describe('isWorkerFn', () => {
-  it('accepts a WorkerFn and a copy of one that crossed a thread', () => {
+describe('checkWorkerFn', () => {
+  it('returns a WorkerFn made by workerFn() as it is', () => {
     const fn = workerFn(mathUrl, 'add');
-    expect(isWorkerFn(fn)).toBe(true);
-    expect(isWorkerFn(structuredClone(fn))).toBe(true);
+    expect(checkWorkerFn(fn, 'submit()')).toBe(fn);
+  });
+
+  it('checks a copy that crossed a thread and returns it frozen', () => {
+    const copy = structuredClone(workerFn(mathUrl, 'add'));
+    const checked = checkWorkerFn(copy, 'submit()');
+    expect(checked).toEqual({ moduleUrl: mathUrl.href, exportName: 'add' });
+    expect(Object.isFrozen(checked)).toBe(true);
+  });
+
+  it('normalizes a hand-made reference by the rules of workerFn()', () => {
+    expect(checkWorkerFn({ moduleUrl: 'file:///srv/lib/../math.js', exportName: 'add' }, 'submit()')).toEqual({
+      moduleUrl: 'file:///srv/math.js',
+      exportName: 'add',
+    });
   });
 
   it.each([
-    ['null', null],
-    ['a function', () => 1],
-    ['a string', 'file:///srv/math.js'],
-    ['an empty object', {}],
-    ['no export name', { moduleUrl: 'file:///srv/math.js' }],
-    ['an empty module URL', { moduleUrl: '', exportName: 'add' }],
-    ['an empty export name', { moduleUrl: 'file:///srv/math.js', exportName: '' }],
-    ['a URL object as module URL', { moduleUrl: new URL('file:///srv/math.js'), exportName: 'add' }],
-  ])('refuses %s', (_label, value) => {
-    expect(isWorkerFn(value)).toBe(false);
+    ['a data: URL', 'data:text/javascript,export const x = 1', "'data:text/javascript,export const x = 1'"],
+    ['a node: built-in', 'node:fs', "'node:fs'"],
+    ['an https: URL', 'https://example.com/x.js', "'https://example.com/x.js'"],
+    ['a relative path', './x.js', "'./x.js'"],
+    ['an empty string', '', "''"],
+  ])('refuses a module URL that is %s, naming the caller', (_label, moduleUrl, shown) => {
+    expect(() => checkWorkerFn({ moduleUrl, exportName: 'readFileSync' }, 'toThread()')).toThrow(
+      new TypeError(`toThread() needs an absolute path or a file: URL, got ${shown}`),
+    );
+  });
+
+  it.each([
+    ['null', null, 'null'],
+    ['a function', () => 1, 'anonymous()'],
+    ['a string', 'file:///srv/math.js', "'file:///srv/math.js'"],
+    ['an empty object', {}, '{}'],
+    ['no export name', { moduleUrl: 'file:///srv/math.js' }, "{ moduleUrl: 'file:///srv/math.js' }"],
+  ])('refuses %s', (_label, value, shown) => {
+    expect(() => checkWorkerFn(value, 'submit()')).toThrow(
+      new TypeError(`submit() needs a WorkerFn (workerFn(moduleUrl, exportName)), got ${shown}`),
+    );
+  });
+
+  it('refuses a URL object or an empty export name', () => {
+    expect(() => checkWorkerFn({ moduleUrl: new URL('file:///srv/math.js'), exportName: 'add' }, 'submit()')).toThrow(
+      /^submit\(\) needs a WorkerFn whose moduleUrl is a file: URL string, got /,
+    );
+    expect(() => checkWorkerFn({ moduleUrl: 'file:///srv/math.js', exportName: '' }, 'submit()')).toThrow(
+      new TypeError("submit() exportName must be a non-empty string, got ''"),
+    );
+  });
+
+  it('refuses a URL object of another scheme in workerFn() too', () => {
+    expect(() => workerFn(new URL('data:text/javascript,1'))).toThrow(
+      new TypeError("workerFn() needs an absolute path or a file: URL, got the URL 'data:text/javascript,1'"),
+    );
   });
 });
 
@@ -118,6 +157,11 @@ describe('describeWorkerFn', () => {
   it('names the export and the module', () => {
     expect(describeWorkerFn(workerFn('/srv/math.js', 'add'))).toBe('add of file:///srv/math.js');
     expect(describeWorkerFn(workerFn('/srv/math.js'))).toBe('default of file:///srv/math.js');
+  });
+
+  it('cuts a long export name', () => {
+    const name = 'x'.repeat(1_000_000);
+    expect(describeWorkerFn(workerFn('/srv/math.js', name))).toBe(`${'x'.repeat(80)}…(1000000 characters) of file:///srv/math.js`);
   });
 });
 
