@@ -10,7 +10,7 @@
 import { performance } from 'node:perf_hooks';
 import { _currentVars, type Context } from './contextvars.js';
 import { RuntimeError, _isEscaping } from './exceptions.js';
-import { Future } from './futures.js';
+import { Future, _reportUnretrieved } from './futures.js';
 import { Handle, TimerHandle, type AnyCallback, type Runnable } from './handles.js';
 import { Deque } from './internal/deque.js';
 import { repr, typeName } from './internal/format.js';
@@ -155,6 +155,8 @@ export class EventLoop {
   _currentTask: Task<unknown> | null = null;
   /** @internal The first of the loop's pending tasks, linked through `_prevTask`/`_nextTask`. */
   _taskList: Task<unknown> | null = null;
+  /** @internal Failed futures of this loop whose error nobody retrieved yet (reported at close at the latest). */
+  _unretrieved: Set<WeakRef<Future<unknown>>> | null = null;
 
   // ───────────────────────────── scheduling ─────────────────────────────
 
@@ -448,8 +450,9 @@ export class EventLoop {
   }
 
   /**
-   * Close the loop: drop pending callbacks and shut the default executor down without waiting;
-   * a no-op when already closed; RuntimeError while running (close).
+   * Close the loop: report the errors of failed futures and tasks that nobody retrieved (each
+   * once, through the exception handler), drop pending callbacks and shut the default executor
+   * down without waiting; a no-op when already closed; RuntimeError while running (close).
    *
    * @example
    * ```ts
@@ -460,6 +463,7 @@ export class EventLoop {
   close(): void {
     if (this.#running) throw new RuntimeError('Cannot close a running event loop');
     if (this.#closed) return;
+    _reportUnretrieved(this);
     this.#closed = true;
     this.#inbox.length = 0;
     for (const hook of this.#closeHooks.splice(0)) hook();

@@ -42,13 +42,19 @@ interface NeverRetrieved {
   message: string;
   exception: unknown;
   description: string;
+  /** The future's entry in its loop's list of unretrieved failures. */
+  ref: WeakRef<Future<unknown>>;
 }
 
-/** Failed futures whose error nobody retrieved yet. */
-const unretrieved = new WeakSet<object>();
+/**
+ * Failed futures whose error nobody retrieved yet, with their entry in their loop's list. The
+ * report comes when the future is collected, or when its loop closes, whichever is first.
+ */
+const unretrieved = new WeakMap<object, WeakRef<Future<unknown>>>();
 
 /** Reports errors that nobody retrieved once their future is collected. */
 const neverRetrieved = new FinalizationRegistry<NeverRetrieved>((held) => {
+  held.loop._unretrieved?.delete(held.ref);
   const context: ExceptionContext = {
     message: held.message,
     exception: held.exception as Error,
@@ -56,6 +62,26 @@ const neverRetrieved = new FinalizationRegistry<NeverRetrieved>((held) => {
   };
   held.loop.callExceptionHandler(context);
 });
+
+/**
+ * Report, through `loop`'s exception handler, every failed future of `loop` whose error nobody
+ * retrieved and that is still alive; the loop calls this as it closes (asyncio reports them
+ * when the last reference goes, which in CPython is at the latest when the loop is dropped).
+ *
+ * @internal
+ */
+export function _reportUnretrieved(loop: EventLoop): void {
+  const refs = loop._unretrieved;
+  if (refs === null) return;
+  loop._unretrieved = null;
+  for (const ref of refs) {
+    const future = ref.deref();
+    if (future === undefined || !unretrieved.has(future)) continue;
+    const exception = future._result;
+    future._retrieved();
+    loop.callExceptionHandler({ message: `${future._kind()} exception was never retrieved`, exception: exception as Error, future });
+  }
+}
 
 /**
  * The eventual result of an operation, bound to one loop (asyncio.Future).
@@ -289,7 +315,9 @@ export class Future<T = unknown> implements PromiseLike<T> {
     this._result = exception;
     this._state = FAILED;
     this._scheduleCallbacks();
-    unretrieved.add(this);
+    const ref = new WeakRef<Future<unknown>>(this);
+    unretrieved.set(this, ref);
+    (this._loop._unretrieved ??= new Set()).add(ref);
     neverRetrieved.register(
       this,
       {
@@ -297,6 +325,7 @@ export class Future<T = unknown> implements PromiseLike<T> {
         message: `${this._kind()} exception was never retrieved`,
         exception,
         description: String(this),
+        ref,
       },
       this,
     );
@@ -329,7 +358,12 @@ export class Future<T = unknown> implements PromiseLike<T> {
 
   /** @internal Forget the "never retrieved" report (asyncio's `_log_traceback = False`). */
   _retrieved(): void {
-    if (this._state === FAILED && unretrieved.delete(this)) neverRetrieved.unregister(this);
+    if (this._state !== FAILED) return;
+    const ref = unretrieved.get(this);
+    if (ref === undefined) return;
+    unretrieved.delete(this);
+    this._loop._unretrieved?.delete(ref);
+    neverRetrieved.unregister(this);
   }
 
   /** Whether an unretrieved error would be reported when this future is collected (asyncio's `_log_traceback`). */

@@ -20,7 +20,7 @@ import {
   type Coroutine,
   type ExceptionContext,
 } from '../src/index.js';
-import { startFixture } from './helpers/child-process.js';
+import { runFixture, startFixture } from './helpers/child-process.js';
 import { expectError, reasonOf, thrownBy } from './helpers/errors.js';
 import { trackLoops } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
@@ -385,6 +385,17 @@ describe('Runner', () => {
     const runner = new Runner({ debug: true, loopFactory: virtualFactory() });
     expect(runner.getLoop().getDebug()).toBe(true);
     return runner.close();
+  });
+});
+
+describe('run reports what nobody retrieved', () => {
+  it('reports the error of a task nobody awaited before the process ends, once', async () => {
+    const exit = await runFixture('runners-report.mjs', 'unretrieved');
+    expect(exit.code).toBe(0);
+    expect(exit.stdout).toBe('main done\n');
+    const reports = exit.stderr.split('Task exception was never retrieved').length - 1;
+    expect(reports).toBe(1);
+    expect(exit.stderr).toMatch(/^Task exception was never retrieved\nfuture: <Task finished name='forgotten' coro=<[^\n]*exception=RangeError\('nobody awaits me'\)>\nRangeError: nobody awaits me\n\s+at failing \(.*runners-report\.mjs:\d+:\d+\)/);
   });
 });
 

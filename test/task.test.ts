@@ -1245,6 +1245,27 @@ describe('Task "exception was never retrieved" (EXC-04)', () => {
     expect(reports[0]?.exception).toBe(sentinel);
   });
 
+  it('reports a failed task nobody looked at when its loop closes, once, though it is still referenced', async () => {
+    const reports: ExceptionContext[] = [];
+    loop.setExceptionHandler((_loop, context) => reports.push(context));
+    const error = new RuntimeError('closing');
+    let kept: Task<unknown> | null = null;
+    const ref = await failedTask('kept', error, (task) => (kept = task));
+    const read = await failedTask('read', new RuntimeError('read'), (task) => task.exception());
+    expect(reports).toEqual([]);
+    loop.close();
+    expect(reports).toHaveLength(1);
+    expect(Object.keys(reports[0]!)).toEqual(['message', 'exception', 'future']);
+    expect(reports[0]!.message).toBe('Task exception was never retrieved');
+    expect(reports[0]!.exception).toBe(error);
+    expect(reports[0]!.future).toBe(kept);
+    expect(kept!._logTraceback).toBe(false);
+    kept = null;
+    await collectUntil(() => ref.deref() === undefined && read.deref() === undefined);
+    await drainFinalizers();
+    expect(reports).toHaveLength(1);
+  });
+
   it('clears _logTraceback when a failed task is cancelled after finishing', async () => {
     function* body(): Coroutine<void> {
       throw new RuntimeError('boom');
