@@ -84,6 +84,12 @@ export interface Flushable {
   _flush(): void;
 }
 
+/** @internal Something whose Futures of this loop wait for calls made to another thread (a link). */
+export interface CallsInFlight {
+  /** Cancel those Futures with `message` (and the calls there); returns how many were cancelled. */
+  _cancelCallsInFlight(message: string): number;
+}
+
 
 function checkCallback(callback: unknown, method: string, debug: boolean): void {
   if (typeof callback !== 'function') {
@@ -147,6 +153,7 @@ export class EventLoop {
   /** Outbound links to flush once the current iteration's callbacks have run. */
   #flushes: Flushable[] = [];
   #closeHooks: Array<() => void> = [];
+  #callsInFlight = new Set<CallsInFlight>();
   #taskFactory: TaskFactory | null = null;
   #defaultExecutor: Executor | null = null;
   #executorShutdownCalled = false;
@@ -463,10 +470,12 @@ export class EventLoop {
   close(): void {
     if (this.#running) throw new RuntimeError('Cannot close a running event loop');
     if (this.#closed) return;
+    // Before the loop is closed, so that what the hooks end (calls to other threads) can still
+    // be settled: the callbacks that scheduled are dropped with the others below.
+    for (const hook of this.#closeHooks.splice(0)) hook();
     _reportUnretrieved(this);
     this.#closed = true;
     this.#inbox.length = 0;
-    for (const hook of this.#closeHooks.splice(0)) hook();
     this.#ready.clear();
     this.#scheduled.length = 0;
     this.#timerCancelledCount = 0;
@@ -751,10 +760,30 @@ export class EventLoop {
     this.#flushes.push(link);
   }
 
-  /** @internal Call `hook` when the loop is closed (links close their ports). */
+  /** @internal Call `hook` when the loop is closed, before it is marked closed (links end their calls and close their ports). */
   _addCloseHook(hook: () => void): void {
     if (this.#closed) hook();
     else this.#closeHooks.push(hook);
+  }
+
+  /** @internal Register what cancels this loop's calls still in flight to other threads (a link). */
+  _addCallsInFlight(source: CallsInFlight): void {
+    this.#callsInFlight.add(source);
+  }
+
+  /** @internal Forget a source registered with `_addCallsInFlight`. */
+  _removeCallsInFlight(source: CallsInFlight): void {
+    this.#callsInFlight.delete(source);
+  }
+
+  /**
+   * @internal Cancel, with `message`, every Future of this loop that waits for a call to
+   * another thread; returns how many were cancelled (run() does this as it ends, after the tasks).
+   */
+  _cancelCallsInFlight(message: string): number {
+    let cancelled = 0;
+    for (const source of [...this.#callsInFlight]) cancelled += source._cancelCallsInFlight(message);
+    return cancelled;
   }
 
   /**

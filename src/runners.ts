@@ -10,6 +10,7 @@ import { newEventLoop, setEventLoop } from './events.js';
 import { CancelledError, KeyboardInterrupt, RuntimeError } from './exceptions.js';
 import { repr } from './internal/format.js';
 import { _getRunningLoop } from './internal/running.js';
+import { CLOSING } from './internal/messages.js';
 import { allTasks, type Task } from './task.js';
 
 /** asyncio's THREAD_JOIN_TIMEOUT: how long teardown waits for the default executor, in seconds. */
@@ -99,12 +100,16 @@ export class Runner {
     return this.#loop as EventLoop;
   }
 
-  /** Cancel leftover tasks, finalize, shut down the default executor and close the loop; a no-op unless initialized. */
+  /**
+   * Cancel leftover tasks, then the calls to other threads still in flight, finalize, shut down
+   * the default executor and close the loop; a no-op unless initialized.
+   */
   async close(): Promise<void> {
     if (this.#state !== State.Initialized) return;
     const loop = this.#loop as EventLoop;
     try {
       await cancelAllTasks(loop);
+      await cancelCallsInFlight(loop);
       await loop.runUntilComplete(loop.shutdownAsyncgens());
       await loop.runUntilComplete(loop.shutdownDefaultExecutor(THREAD_JOIN_TIMEOUT));
     } finally {
@@ -165,6 +170,19 @@ async function cancelAllTasks(loop: EventLoop): Promise<void> {
       });
     }
   }
+}
+
+/**
+ * Cancel the Futures still waiting for calls to other threads (a LoopThread's `call`, a
+ * parent's), and the calls there, then let their done callbacks run: nothing awaited after
+ * run() ends may stay pending forever.
+ */
+async function cancelCallsInFlight(loop: EventLoop): Promise<void> {
+  if (loop._cancelCallsInFlight(CLOSING) === 0) return;
+  const settled = loop.createFuture<void>();
+  // Scheduled after the cancelled Futures' callbacks, so they run first.
+  loop.callSoon(() => settled.setResult(undefined));
+  await loop.runUntilComplete(settled);
 }
 
 /**

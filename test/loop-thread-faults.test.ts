@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
+  ConcurrentFuture,
   EventLoop,
   Future,
   LoopThread,
@@ -14,6 +15,9 @@ import {
   gather,
   getRunningLoop,
   newEventLoop,
+  run,
+  setEventLoop,
+  sleep,
   type Coroutine,
   type ExceptionContext,
   type LoopThreadOptions,
@@ -319,6 +323,49 @@ describe('names that are not exported functions', () => {
     expect(() => thread.callSoonThreadsafe(Symbol.iterator as never)).toThrow(
       new TypeError('a function name must be a string, got symbol'),
     );
+  });
+});
+
+describe('run() ending while calls are in flight', () => {
+  it('cancels the Futures of calls nobody awaited, and the remote tasks, as the loop closes', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'left-open' });
+    let left: Future<number> | null = null;
+    let blocking: ConcurrentFuture<number> | null = null;
+    function* main(): Coroutine<string> {
+      left = thread.call<number>('slowAdd', 1, 2, 3600);
+      blocking = thread.submit<number>('slowAdd', 3, 4, 3600);
+      yield* sleep(0.01);
+      return 'main done';
+    }
+    expect(await run(main())).toBe('main done');
+    setEventLoop(loop);
+    expect(left!.cancelled()).toBe(true);
+    await expect(Promise.resolve(left!)).rejects.toThrow(new CancelledError('the loop that made the call is closing'));
+    expect(blocking!.done()).toBe(true);
+    expect(blocking!.exception()).toEqual(new RuntimeError("the link to LoopThread 'left-open' was closed"));
+    // The remote tasks were cancelled too: the thread's loop has none left.
+    let tasks = -1;
+    for (let round = 0; round < 200 && tasks !== 0; round++) {
+      tasks = await loop.runUntilComplete(thread.call<number>('taskCount'));
+    }
+    expect(tasks).toBe(0);
+  });
+
+  it('settles them when a loop is closed directly, so a later await does not hang', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'closed-directly' });
+    const other = newEventLoop();
+    // In a box: a Promise resolved with a Future would wait for it (Futures are thenables).
+    const { future } = await other.runUntilComplete(
+      (function* (): Coroutine<{ future: Future<number> }> {
+        const future = thread.call<number>('slowAdd', 1, 2, 3600);
+        yield* sleep(0);
+        return { future };
+      })(),
+    );
+    expect(future.done()).toBe(false);
+    other.close();
+    expect(future.cancelled()).toBe(true);
+    await expect(Promise.resolve(future)).rejects.toThrow(CancelledError);
   });
 });
 

@@ -11,7 +11,7 @@
  */
 import { isMainThread, receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
 import { ConcurrentFuture } from './concurrent-future.js';
-import type { EventLoop, Flushable, InboxReceiver } from '../base-events.js';
+import type { CallsInFlight, EventLoop, Flushable, InboxReceiver } from '../base-events.js';
 import { isCoroutine } from '../coroutines.js';
 import { CancelledError, RuntimeError } from '../exceptions.js';
 import { CANCELLED, FAILED, Future } from '../futures.js';
@@ -25,6 +25,7 @@ import {
   ARGS_NONE,
   ARGS_ONE,
   BELL_DEAD,
+  CLOSING,
   BELL_EXIT_CODE,
   BELL_RINGS,
   OP_BELL,
@@ -92,7 +93,7 @@ function ringDeadOnExit(bell: Int32Array): void {
 }
 
 /** @internal One side of a link between two loops in different threads. */
-export class Link implements InboxReceiver, Flushable {
+export class Link implements InboxReceiver, Flushable, CallsInFlight {
   /** The loop that dispatches what arrives and owns the Futures of calls made here. */
   readonly loop: EventLoop;
   readonly #in: MessagePort;
@@ -150,6 +151,7 @@ export class Link implements InboxReceiver, Flushable {
     // The running loop keeps the thread alive; an idle inbox must not.
     this.#in.unref();
     loop._addCloseHook(() => this.close());
+    loop._addCallsInFlight(this);
   }
 
   /** Call `name(...args)` there; a Future of this side's loop follows the remote call. */
@@ -253,18 +255,34 @@ export class Link implements InboxReceiver, Flushable {
   _fail(makeError: () => Error): void {
     if (this.#death !== null) return;
     this.#death = makeError;
+    this.loop._removeCallsInFlight(this);
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     const running = [...this.#running.values()];
     this.#running.clear();
-    if (this.loop.isClosed()) return;
-    for (const future of pending) settle(future.done() ? null : future, OP_ERROR, makeError());
-    for (const { future } of running) future.cancel();
+    const loopOpen = !this.loop.isClosed();
+    for (const future of pending) {
+      // A ConcurrentFuture has no loop to wait for: whoever blocks on it learns at once.
+      if (loopOpen || future instanceof ConcurrentFuture) settle(future.done() ? null : future, OP_ERROR, makeError());
+    }
+    if (loopOpen) for (const { future } of running) future.cancel();
   }
 
-  /** Close both ports; pending calls fail. */
+  /** @internal Cancel the Futures of calls still in flight, and the calls there (the loop is closing). */
+  _cancelCallsInFlight(message: string): number {
+    let cancelled = 0;
+    for (const future of [...this.#pending.values()]) {
+      if (future instanceof RemoteCallFuture && future.cancel(message)) cancelled++;
+    }
+    return cancelled;
+  }
+
+  /** Close both ports, as the loop closes: calls in flight are cancelled, those of ConcurrentFutures fail. */
   close(): void {
+    if (this.#death === null) this._cancelCallsInFlight(CLOSING);
     this._fail(() => new RuntimeError(`the link to ${this.#peer} was closed`));
+    // The cancellations must leave before the ports close.
+    this._flush();
     this.#in.close();
     this.#out.close();
   }

@@ -34,6 +34,8 @@ export const BELL_RINGS = 0;
 export const BELL_DEAD = 1;
 /** ...and its exit code. */
 export const BELL_EXIT_CODE = 2;
+/** The message of the CancelledError of calls still in flight when their loop closes. */
+export const CLOSING = 'the loop that made the call is closing';
 /** The slots of one operation record. */
 export const OP_SIZE = 4;
 /** The low bits of a record's first slot hold the operation... */
