@@ -85,6 +85,7 @@ export class Runner {
       if (error instanceof CancelledError && this.#interruptCount > 0) {
         const uncancel = (task as { uncancel?: () => number }).uncancel;
         if (typeof uncancel === 'function' && uncancel.call(task) === 0) {
+          exitWith130IfUncaught();
           throw new KeyboardInterrupt();
         }
       }
@@ -145,6 +146,25 @@ export class Runner {
     }
     process.exit(130);
   }
+}
+
+let exitCodeHooked = false;
+
+/**
+ * Make the process end with code 130 if the KeyboardInterrupt that run() raises reaches the top
+ * uncaught, as Python's does (128 + SIGINT); Node would end it with 1.
+ */
+function exitWith130IfUncaught(): void {
+  if (exitCodeHooked) return;
+  exitCodeHooked = true;
+  let interrupted = false;
+  process.on('uncaughtExceptionMonitor', (error) => {
+    if (error instanceof KeyboardInterrupt) interrupted = true;
+  });
+  // Node ends an uncaught exception with the exit code set by the time 'exit' was emitted.
+  process.on('exit', () => {
+    if (interrupted) process.exitCode = 130;
+  });
 }
 
 /** Cancel every task of `loop`, wait until all are done, report errors they raised meanwhile. */

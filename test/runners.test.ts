@@ -431,4 +431,13 @@ describe('run and SIGINT', () => {
       stderr: '',
     });
   });
+
+  it('ends the process with exit code 130 when the KeyboardInterrupt of run() is not caught, as Python does', async () => {
+    const child = startFixture('runners-report.mjs', 'interrupt');
+    await child.printed('ready\n');
+    child.child.kill('SIGINT');
+    const exit = await child.exited;
+    expect(exit.code).toBe(130);
+    expect(exit.stderr).toMatch(/^KeyboardInterrupt\n\s+at Runner\.run /m);
+  });
 });
