@@ -76,13 +76,15 @@ export interface LoopThreadOptions {
   env?: Record<string, string | undefined>;
 }
 
-/** Two channels make a link: each side listens on one and posts on the other. */
+/** Two channels make a link: each side listens on one and posts on the other, and says how far it read. */
 function makeLinkPorts(): [LinkPorts, LinkPorts] {
   const toHere = new MessageChannel();
   const toThere = new MessageChannel();
+  const readHere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  const readThere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
   return [
-    { inPort: toHere.port1, outPort: toThere.port2 },
-    { inPort: toThere.port1, outPort: toHere.port2 },
+    { inPort: toHere.port1, outPort: toThere.port2, inRead: readHere, outRead: readThere },
+    { inPort: toThere.port1, outPort: toHere.port2, inRead: readThere, outRead: readHere },
   ];
 }
 
@@ -185,13 +187,20 @@ export class LoopThread implements LoopRef {
       env: options.env,
     });
     const peer = `LoopThread '${name}'`;
-    const describeExit = exitDescriber(name, worker.threadId);
+    // Read now: a worker that exited reports -1.
+    const threadId = worker.threadId;
+    let thread: LoopThread | null = null;
     const firstLink =
       loop !== null && parentSide !== null
-        ? new Link(loop, parentSide, functionTable(expose, `the parent of ${peer}`), peer, true, describeExit)
+        ? new Link(loop, parentSide, functionTable(expose, `the parent of ${peer}`), peer, {
+            ownedByThread: true,
+            describeDeath: deathDescriber(name, threadId),
+            onDeath: (makeError) => {
+              if (thread !== null) thread.#kill(makeError);
+            },
+          })
         : null;
 
-    let thread: LoopThread | null = null;
     let failure: Error | null = null;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     const ready = await new Promise<{ exports: string[]; others: string[] } | null>((resolve) => {
@@ -206,7 +215,7 @@ export class LoopThread implements LoopRef {
         if (thread === null) {
           failure ??= error;
           resolve(null);
-        } else thread.#die(describeError(error), error);
+        } else thread.#kill(() => deathError(name, threadId, describeError(error), error));
       });
       worker.on('exit', (code) => {
         if (thread === null) {
@@ -328,14 +337,11 @@ export class LoopThread implements LoopRef {
       const [here, there] = makeLinkPorts();
       const message: ToWorker = { type: 'link', ports: there };
       this.#worker.postMessage(message, [there.inPort, there.outPort]);
-      link = new Link(
-        loop,
-        here,
-        functionTable({}, `a loop calling LoopThread '${this.name}'`),
-        `LoopThread '${this.name}'`,
-        true,
-        exitDescriber(this.name, this.threadId),
-      );
+      link = new Link(loop, here, functionTable({}, `a loop calling LoopThread '${this.name}'`), `LoopThread '${this.name}'`, {
+        ownedByThread: true,
+        describeDeath: deathDescriber(this.name, this.threadId),
+        onDeath: (makeError) => this.#kill(makeError),
+      });
       this.#links.set(loop, link);
       loop._addCloseHook(() => this.#links.delete(loop));
     }
@@ -348,15 +354,10 @@ export class LoopThread implements LoopRef {
     if (this.#closing !== null && !this.#terminated && code === 0) {
       this.#kill(() => new RuntimeError(`LoopThread '${this.name}' is closed`));
     } else if (this.#terminated) {
-      this.#die('it was terminated', null);
+      this.#kill(() => deathError(this.name, this.threadId, 'it was terminated', null));
     } else {
-      this.#die(`it exited with code ${code}`, null);
+      this.#kill(deathDescriber(this.name, this.threadId).bind(null, code, null));
     }
-  }
-
-  #die(reason: string, cause: unknown): void {
-    const prefix = `LoopThread '${this.name}' (thread ${this.threadId}) died: ${reason}`;
-    this.#kill(() => (cause === null ? new RuntimeError(prefix) : new RuntimeError(prefix, { cause })));
   }
 
   #kill(makeError: () => Error): void {
@@ -366,9 +367,22 @@ export class LoopThread implements LoopRef {
   }
 }
 
-/** The error of a thread that exited with `code`, as #onExit words it and a caller blocked in result(timeout) learns it. */
-function exitDescriber(name: string, threadId: number): (code: number) => Error {
-  return (code) => new RuntimeError(`LoopThread '${name}' (thread ${threadId}) died: it exited with code ${code}`);
+/** The error every call fails with once the thread died for `reason` (with `cause`, when there is one). */
+function deathError(name: string, threadId: number, reason: string, cause: unknown): Error {
+  const message = `LoopThread '${name}' (thread ${threadId}) died: ${reason}`;
+  return cause === null ? new RuntimeError(message) : new RuntimeError(message, { cause });
+}
+
+/**
+ * The error of a thread that ended by itself with exit `code` and the `uncaught` error (or
+ * null), worded as the worker's events word it; a link learns these from the dying thread's
+ * last message, possibly before those events arrive (or while this thread blocks).
+ */
+function deathDescriber(name: string, threadId: number): (code: number, uncaught: unknown) => Error {
+  return (code, uncaught) =>
+    uncaught === null
+      ? deathError(name, threadId, `it exited with code ${code}`, null)
+      : deathError(name, threadId, describeError(uncaught as Error), uncaught);
 }
 
 function describeError(error: Error & { code?: string }): string {

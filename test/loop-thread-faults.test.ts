@@ -16,6 +16,7 @@ import {
   getRunningLoop,
   newEventLoop,
   run,
+  TimeoutError,
   setEventLoop,
   sleep,
   type Coroutine,
@@ -28,7 +29,7 @@ import { useFreshLoop } from './helpers/loops.js';
 
 const SERVICE = new URL('./fixtures/lt-service.mjs', import.meta.url);
 /** How an unknown name's message lists the functions of lt-service.mjs. */
-const SERVICE_FUNCTIONS = "its functions: 'add', 'askParent', 'askParentBlocking', 'askParentThenCancel', 'askParentTooSlow' and 33 more";
+const SERVICE_FUNCTIONS = "its functions: 'add', 'askParent', 'askParentBlocking', 'askParentDeep', 'askParentThenCancel' and 36 more";
 
 let loop: EventLoop;
 useFreshLoop(() => (loop = newEventLoop()), { current: true });
@@ -74,6 +75,13 @@ describe('LoopThread.start failures', () => {
     );
   });
 });
+
+/** Arrays nested `depth` deep around 'leaf'. */
+function deepArray(depth: number): unknown {
+  let value: unknown = 'leaf';
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
 
 /** How a test makes the thread die while calls are pending. */
 type Killer = (thread: LoopThread, pending: Array<Future<unknown>>) => void;
@@ -210,7 +218,109 @@ describe('a LoopThread that dies during submit()', () => {
     }
     expect(caught).toBeInstanceOf(RuntimeError);
     expect((caught as Error).message).toBe(`LoopThread 'blocked' (thread ${thread.threadId}) died: it exited with code 4`);
+    // Known at once, before the worker's 'exit' event could be delivered to this blocked thread.
+    expect(thread.isDead()).toBe(true);
   }, 30_000);
+
+  it('names the uncaught error that ended the thread to a caller blocked in result(timeout)', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'crashing' });
+    thread.callSoonThreadsafe('crashLater');
+    const submitted = thread.submit('slowAdd', 1, 2, 3600);
+    let caught: unknown = null;
+    try {
+      submitted.result(10);
+    } catch (error) {
+      caught = error;
+    }
+    expect(thread.isDead()).toBe(true);
+    expect(caught).toBeInstanceOf(RuntimeError);
+    const message = `LoopThread 'crashing' (thread ${thread.threadId}) died: uncaught Error: boom in a timer`;
+    expect((caught as Error).message).toBe(message);
+    expect(((caught as Error).cause as Error).message).toBe('boom in a timer');
+    // The worker's own events, arriving later, change nothing.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(thread.call('add', 1, 2).exception()!.message).toBe(message);
+  }, 30_000);
+
+  it('says what is known when no answer came in time from a thread that ran out of memory', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'hungry', resourceLimits: { maxOldGenerationSizeMb: 16 } });
+    const submitted = thread.submit('hog');
+    expect(() => submitted.result(0.5)).toThrow(
+      new TimeoutError(
+        "no answer from LoopThread 'hungry' within 0.5 seconds: the call may still run there, or the thread ended " +
+          'without running JavaScript (terminated, or out of memory)',
+      ),
+    );
+  }, 30_000);
+});
+
+describe('messages the other thread cannot read', () => {
+  it('fails only the call whose result the caller cannot read; its batch-mates arrive', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'deep' });
+    const seen = await loop.runUntilComplete(
+      (function* () {
+        // One iteration: the three results travel back in one batch.
+        const calls = [thread.call('add', 1, 2), thread.call('deep', 8000), thread.call('add', 3, 4)];
+        const outcomes = [];
+        for (const call of calls) outcomes.push(yield* outcome(call));
+        return { outcomes, after: yield* thread.call('add', 5, 6) };
+      })(),
+    );
+    expect(seen.outcomes[0]).toEqual({ value: 3 });
+    expect(seen.outcomes[2]).toEqual({ value: 7 });
+    const error = errorOf(seen.outcomes[1]!);
+    expect(error).toBeInstanceOf(RangeError);
+    expect(error.message).toBe(
+      "the result of 'deep' could not be read by a loop of the parent thread (RangeError: Maximum call stack size exceeded)",
+    );
+    expect((error.cause as Error).name).toBe('RangeError');
+    expect(seen.after).toBe(11);
+  });
+
+  it('fails only the call whose arguments the thread cannot read, and keeps the names first sent beside it', async () => {
+    const thread = await threads.startOutside(SERVICE, { name: 'small-stack', resourceLimits: { stackSizeMb: 0.5 } });
+    const contexts: ExceptionContext[] = [];
+    loop.setExceptionHandler((_loop, context) => contexts.push(context));
+    const seen = await loop.runUntilComplete(
+      (function* () {
+        // One batch: 'depthOf', 'add' and 'count' are first named in it, beside the unreadable argument.
+        const deepArg = thread.call('depthOf', deepArray(3000));
+        const add = thread.call('add', 1, 2);
+        thread.callSoonThreadsafe('inc', deepArray(3000));
+        const count = thread.call('count');
+        const outcomes = [yield* outcome(deepArg), yield* outcome(add), yield* outcome(count)];
+        return { outcomes, again: [yield* thread.call('add', 2, 2), yield* thread.call('depthOf', deepArray(10))] };
+      })(),
+    );
+    const error = errorOf(seen.outcomes[0]!);
+    expect(error).toBeInstanceOf(RangeError);
+    expect(error.message).toBe(
+      "LoopThread 'small-stack' could not read the arguments of call 'depthOf' (RangeError: Maximum call stack size exceeded)",
+    );
+    expect(seen.outcomes.slice(1)).toEqual([{ value: 3 }, { value: 0 }]);
+    expect(seen.again).toEqual([4, { depth: 10, leaf: 'leaf' }]);
+    expect(contexts.map((context) => context.message)).toEqual([
+      "LoopThread 'small-stack' could not read the arguments of callSoonThreadsafe 'inc' (RangeError: Maximum call stack size exceeded)",
+    ]);
+  });
+
+  it('fails a blocked result(timeout) whose reply the blocked thread cannot read, with the reason', async () => {
+    const recorder = new Recorder();
+    const seen = await loop.runUntilComplete(
+      (function* () {
+        const thread = yield* threads.start(SERVICE, {
+          name: 'small-blocked',
+          resourceLimits: { stackSizeMb: 0.5 },
+          expose: { record: recorder.record, makeDeep: (depth: number) => deepArray(depth) },
+        });
+        return [yield* thread.call('askParentDeep', 3000, 10), yield* thread.call('askParentDeep', 10, 10)];
+      })(),
+    );
+    expect(seen).toEqual([
+      "RangeError: the result of 'makeDeep' could not be read by LoopThread 'small-blocked' (RangeError: Maximum call stack size exceeded)",
+      { depth: 10, leaf: 'leaf' },
+    ]);
+  });
 });
 
 describe('values that cannot be cloned', () => {

@@ -163,10 +163,10 @@ describe('EventLoop.runInExecutor', () => {
     const loop = loopOf();
     const submitted: unknown[] = [];
     const spy: Executor = {
-      submit: (fn) => {
+      submit: ((fn: unknown) => {
         submitted.push(fn);
         throw new Error('not reached');
-      },
+      }) as Executor['submit'],
       shutdown: () => Promise.resolve(),
     };
     const forged = { moduleUrl: 'node:child_process', exportName: 'execSync' } as unknown as WorkerFn<[string], unknown>;

@@ -32,6 +32,8 @@ export class ConcurrentFuture<T = unknown> {
   #callbacks: Array<(future: ConcurrentFuture<T>) => void> = [];
   /** @internal Blocks this thread until the future may be done or `timeout` seconds passed (futures of other threads). */
   _blocker: ((timeout: number | null) => void) | null = null;
+  /** @internal Says what is known when a blocking wait of `timeout` seconds ended without an answer. */
+  _describeTimeout: ((timeout: number | null) => string) | null = null;
 
   /** Executors and `runCoroutineThreadsafe` create these; use `ConcurrentFuture._create()` inside the library. */
   protected constructor() {}
@@ -66,7 +68,7 @@ export class ConcurrentFuture<T = unknown> {
   result(timeout?: number | null): T {
     if (timeout !== undefined) this.#wait(timeout);
     if (this.#state === CANCELLED_STATE) throw new CancelledError();
-    if (this.#state !== FINISHED) throw new TimeoutError();
+    if (this.#state !== FINISHED) throw this.#timedOut(timeout);
     if (this.#failed) throw this.#exception;
     return this.#result as T;
   }
@@ -75,7 +77,7 @@ export class ConcurrentFuture<T = unknown> {
   exception(timeout?: number | null): Error | null {
     if (timeout !== undefined) this.#wait(timeout);
     if (this.#state === CANCELLED_STATE) throw new CancelledError();
-    if (this.#state !== FINISHED) throw new TimeoutError();
+    if (this.#state !== FINISHED) throw this.#timedOut(timeout);
     return this.#failed ? (this.#exception as Error) : null;
   }
 
@@ -136,6 +138,12 @@ export class ConcurrentFuture<T = unknown> {
     return this.#failed
       ? `<ConcurrentFuture state=finished raised ${repr(this.#exception)}>`
       : `<ConcurrentFuture state=finished returned ${repr(this.#result)}>`;
+  }
+
+  /** The TimeoutError of a future not done: saying what is known when a wait for another thread ended. */
+  #timedOut(timeout: number | null | undefined): TimeoutError {
+    const describe = this._describeTimeout;
+    return timeout === undefined || describe === null || this._blocker === null ? new TimeoutError() : new TimeoutError(describe(timeout));
   }
 
   #wait(timeout: number | null): void {

@@ -8,36 +8,46 @@
  * iteration. Calls chain futures as asyncio's `_chain_future` does: the result or error comes
  * back to the caller's loop; cancelling the caller's Future cancels the remote Task; a remote
  * cancellation arrives as a cancelled Future.
+ *
+ * Nothing sent is lost when the other thread cannot read it (a value nested deeper than its
+ * stack allows, say): each side numbers the messages it posts and keeps them until the other
+ * side says, through a shared counter, that it read them. A message that could not be read is
+ * named back (UNREADABLE); its sender posts its records again one by one (REPLAY, REPLAY_END),
+ * and the receiver holds everything that arrived after it until then, so order and the table of
+ * function names stay whole. A record that still cannot be read fails alone: its call's Future
+ * fails with the reason, or a result that cannot be read becomes an error.
  */
 import { isMainThread, receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
 import { ConcurrentFuture } from './concurrent-future.js';
 import type { CallsInFlight, EventLoop, Flushable, InboxReceiver } from '../base-events.js';
 import { isCoroutine } from '../coroutines.js';
-import { CancelledError, RuntimeError } from '../exceptions.js';
+import { RuntimeError } from '../exceptions.js';
 import { CANCELLED, FAILED, Future } from '../futures.js';
 import { ensureFuture } from '../task.js';
 import { collectTransfers } from '../transfer.js';
-import { decodeError, encodeError } from './errors.js';
+import { decodeError, encodeError, type EncodedError } from './errors.js';
 import { typeName } from './format.js';
+import { quoteName } from './module-ref.js';
 import { findUncloneable } from './uncloneable.js';
 import {
   ARGS_ARRAY,
   ARGS_NONE,
   ARGS_ONE,
-  BELL_DEAD,
   CLOSING,
-  BELL_EXIT_CODE,
-  BELL_RINGS,
   OP_BELL,
   OP_CALL,
   OP_CANCEL,
   OP_CANCELLED,
+  OP_DIED,
   OP_ERROR,
   OP_MASK,
   OP_NAME,
   OP_NOTIFY,
+  OP_REPLAY,
+  OP_REPLAY_END,
   OP_RESULT,
   OP_SIZE,
+  OP_UNREADABLE,
   type LinkPorts,
 } from './messages.js';
 
@@ -45,6 +55,19 @@ import {
 export interface CallTarget {
   /** The function exported as `name`; throws a TypeError naming the problem otherwise. */
   lookup(name: string): (...args: unknown[]) => unknown;
+}
+
+/** How a side learns of its peer's death, beyond the port closing. */
+export interface LinkOptions {
+  /**
+   * The peer is a LoopThread whose worker events ('error', 'exit') report its death with the
+   * cause, so the port closing (which may come first) says nothing.
+   */
+  ownedByThread?: boolean;
+  /** The error calls fail with when the peer's thread ended by itself: its exit code and uncaught error (or null). */
+  describeDeath?: (code: number, uncaught: unknown) => Error;
+  /** Told when the link learned of the peer's death itself (from the dying thread's last message). */
+  onDeath?: (makeError: () => Error) => void;
 }
 
 /** A Future for a call made through a link: cancelling it cancels the call on the other side. */
@@ -64,6 +87,24 @@ interface RunningCall {
   name: string;
 }
 
+/** A message posted and kept until the other side read it. */
+interface Sent {
+  readonly records: unknown[];
+  /** The moved buffers of its records, by the record's offset. */
+  readonly transfers: Map<number, Transferable[]> | null;
+  /** Whether its first record is a REPLAY header (the records to send again come after it). */
+  readonly replay: boolean;
+}
+
+/** A message that arrived while an earlier one could not be read, kept to be taken in order. */
+interface Held {
+  readonly seq: number;
+  /** Its records; null for an unreadable message until its records arrived again. */
+  records: unknown[] | null;
+  /** The records of an unreadable message sent again so far. */
+  replayed: unknown[];
+}
+
 const NO_TRANSFERS: Transferable[] = [];
 const NO_ARGS: unknown[] = [];
 /** A batch is posted once it holds this many operations, so a long burst travels pipelined. */
@@ -73,22 +114,27 @@ const found: Transferable[] = [];
 /** Where the side is: running, or dead with the error every call now fails with. */
 type Death = (() => Error) | null;
 
-/** The bells of peers that may block waiting for this thread, rung dead when it exits. */
-const peerBells = new Set<Int32Array>();
+/** The live links of this thread: told when the thread ends, so that no peer waits in vain. */
+const liveLinks = new Set<Link>();
 let exitHookInstalled = false;
+/** The error that is ending this thread, seen before the 'exit' event. */
+let uncaughtError: unknown = null;
 
-function ringDeadOnExit(bell: Int32Array): void {
-  peerBells.add(bell);
-  // The main thread's exit ends every thread; a worker's must wake peers blocked on it.
-  if (exitHookInstalled || isMainThread) return;
+function watchExit(link: Link): void {
+  // The main thread's exit ends every thread: nobody is left to tell.
+  if (isMainThread) return;
+  liveLinks.add(link);
+  if (exitHookInstalled) return;
   exitHookInstalled = true;
+  process.on('uncaughtExceptionMonitor', (error) => {
+    uncaughtError = error;
+    // The thread ends in the same turn unless an 'uncaughtException' handler kept it alive.
+    setImmediate(() => {
+      if (uncaughtError === error) uncaughtError = null;
+    }).unref();
+  });
   process.on('exit', (code) => {
-    for (const peer of peerBells) {
-      Atomics.store(peer, BELL_EXIT_CODE, code);
-      Atomics.store(peer, BELL_DEAD, 1);
-      Atomics.add(peer, BELL_RINGS, 1);
-      Atomics.notify(peer, BELL_RINGS);
-    }
+    for (const live of liveLinks) live._tellDeath(code, uncaughtError);
   });
 }
 
@@ -101,13 +147,10 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   readonly #target: CallTarget;
   /** How messages name the other side, e.g. "LoopThread 'worker-1'". */
   readonly #peer: string;
-  /** The error calls fail with when the peer's thread exited with `code` while this one was blocked. */
-  readonly #describeExit: (code: number) => Error;
-  /**
-   * The batch being filled: one packed array reused for every batch (postMessage clones it
-   * synchronously, so it can be refilled at once); `#count` slots are in use.
-   */
-  #outbox: unknown[] = Array.from({ length: MAX_BATCH_OPS * OP_SIZE }, () => 0);
+  readonly #describeDeath: (code: number, uncaught: unknown) => Error;
+  readonly #onDeath: ((makeError: () => Error) => void) | null;
+  /** The batch being filled: `#count` slots of it are in use. */
+  #outbox: unknown[] = newOutbox();
   #count = 0;
   #opTransfers: Map<number, Transferable[]> | null = null;
   #flushScheduled = false;
@@ -126,32 +169,39 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   #names: string[] = [];
   #functions: Array<((...args: unknown[]) => unknown) | undefined> = [];
 
-  /**
-   * `ownedByThread`: the peer is a LoopThread whose worker events ('error', 'exit') report its
-   * death with the cause, so the port closing (which may come first) says nothing.
-   */
-  constructor(
-    loop: EventLoop,
-    ports: LinkPorts,
-    target: CallTarget,
-    peer: string,
-    ownedByThread = false,
-    describeExit: (code: number) => Error = (code) => new RuntimeError(`${peer} died: it exited with code ${code}`),
-  ) {
+  /** How many messages this side posted; each is kept, by number, until the peer read it. */
+  #posted = 0;
+  #kept = new Map<number, Sent>();
+  #oldestKept = 1;
+  /** Slot 0: how many of this side's messages the peer read, with none missing before them. */
+  readonly #peerRead: Int32Array;
+  /** How many messages arrived here, read or not; slot 0 of `#read` says how many were taken in order. */
+  #arrived = 0;
+  readonly #read: Int32Array;
+  /** Messages that arrived since the first one that could not be read, in order; empty when none is missing. */
+  #held: Held[] = [];
+  #missing = 0;
+
+  constructor(loop: EventLoop, ports: LinkPorts, target: CallTarget, peer: string, options: LinkOptions = {}) {
     this.loop = loop;
-    this.#describeExit = describeExit;
     this.#in = ports.inPort;
     this.#out = ports.outPort;
+    this.#read = ports.inRead;
+    this.#peerRead = ports.outRead;
     this.#target = target;
     this.#peer = peer;
-    this.#in.on('message', (batch: unknown[]) => this.loop._deliver(this, batch));
-    if (!ownedByThread) {
+    this.#describeDeath = options.describeDeath ?? ((code, uncaught) => describeDeath(peer, code, uncaught));
+    this.#onDeath = options.onDeath ?? null;
+    this.#in.on('message', (message: unknown[]) => this.#arrive(message, false));
+    this.#in.on('messageerror', (error: unknown) => this.#unreadable(error));
+    if (options.ownedByThread !== true) {
       this.#in.on('close', () => this._fail(() => new RuntimeError(`${this.#peer} is gone: its end of the link closed`)));
     }
     // The running loop keeps the thread alive; an idle inbox must not.
     this.#in.unref();
     loop._addCloseHook(() => this.close());
     loop._addCallsInFlight(this);
+    watchExit(this);
   }
 
   /** Call `name(...args)` there; a Future of this side's loop follows the remote call. */
@@ -186,6 +236,9 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     const id = ++this.#nextId;
     this.#pending.set(id, future as ConcurrentFuture<unknown>);
     future._blocker = (timeout) => this.#block(future as ConcurrentFuture<unknown>, bell, timeout);
+    future._describeTimeout = (timeout) =>
+      `no answer from ${this.#peer} within ${timeout} seconds: the call may still run there, or the thread ended ` +
+      'without running JavaScript (terminated, or out of memory)';
     future.addDoneCallback((done) => {
       if (done.cancelled()) this._cancelRemote(id, null);
     });
@@ -193,42 +246,40 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     return future;
   }
 
-  /** Block this thread until `future` is done or `timeout` seconds passed, taking replies from the inbox port directly. */
   #ensureBell(): Int32Array {
     let bell = this.#bell;
     if (bell === null) {
-      bell = new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
+      bell = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
       this.#bell = bell;
       this.#push(OP_BELL, 0, bell, 0);
     }
     return bell;
   }
 
+  /** Block this thread until `future` is done or `timeout` seconds passed, taking messages from the inbox port directly. */
   #block(future: ConcurrentFuture<unknown>, bell: Int32Array, timeout: number | null): void {
-    // What was queued must leave before this thread stops running.
-    this._flush();
     const deadline = timeout === null ? Infinity : performance.now() + Math.max(0, timeout) * 1000;
     for (;;) {
-      const rung = Atomics.load(bell, BELL_RINGS);
-      for (let message = receiveMessageOnPort(this.#in); message !== undefined; message = receiveMessageOnPort(this.#in)) {
-        this.#receive(message.message as unknown[]);
+      // What was queued (the call, a note that a message could not be read) must leave before this thread waits.
+      this._flush();
+      const rung = Atomics.load(bell, 0);
+      for (;;) {
+        let message: { message: unknown } | undefined;
+        try {
+          message = receiveMessageOnPort(this.#in);
+        } catch (error) {
+          this.#unreadable(error);
+          continue;
+        }
+        if (message === undefined) break;
+        this.#arrive(message.message as unknown[], true);
       }
       if (future.done() || this.#death !== null) return;
-      if (Atomics.load(bell, BELL_DEAD) !== 0) {
-        const code = Atomics.load(bell, BELL_EXIT_CODE);
-        this._fail(() => this.#describeExit(code));
-        return;
-      }
+      if (this.#count > 0) continue;
       const remaining = deadline - performance.now();
       if (remaining <= 0) return;
-      Atomics.wait(bell, BELL_RINGS, rung, remaining === Infinity ? undefined : remaining);
+      Atomics.wait(bell, 0, rung, remaining === Infinity ? undefined : remaining);
     }
-  }
-
-  /** A batch taken from the inbox while blocked: replies now, the rest when the loop runs. */
-  #receive(batch: unknown[]): void {
-    this.#process(batch, true, false);
-    if (batchHasCalls(batch)) this.loop._deliver(this, batch, true);
   }
 
   /** Schedule `name(...args)` there, expecting no reply. */
@@ -255,11 +306,14 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   _fail(makeError: () => Error): void {
     if (this.#death !== null) return;
     this.#death = makeError;
+    liveLinks.delete(this);
     this.loop._removeCallsInFlight(this);
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     const running = [...this.#running.values()];
     this.#running.clear();
+    this.#kept.clear();
+    this.#held = [];
     const loopOpen = !this.loop.isClosed();
     for (const future of pending) {
       // A ConcurrentFuture has no loop to wait for: whoever blocks on it learns at once.
@@ -280,11 +334,22 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   /** Close both ports, as the loop closes: calls in flight are cancelled, those of ConcurrentFutures fail. */
   close(): void {
     if (this.#death === null) this._cancelCallsInFlight(CLOSING);
-    this._fail(() => new RuntimeError(`the link to ${this.#peer} was closed`));
     // The cancellations must leave before the ports close.
     this._flush();
+    this._fail(() => new RuntimeError(`the link to ${this.#peer} was closed`));
     this.#in.close();
     this.#out.close();
+  }
+
+  /**
+   * @internal This thread is ending (the 'exit' event): send what is queued, then the reason,
+   * so that the peer fails its calls with the cause, also while it blocks on one.
+   */
+  _tellDeath(code: number, uncaught: unknown): void {
+    if (this.#death !== null) return;
+    this._flush();
+    this.#postOne([OP_DIED, code, uncaught === null ? null : encodeError(uncaught), 0]);
+    this.#ring();
   }
 
   // ───────────────────────────── sending ─────────────────────────────
@@ -331,30 +396,56 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     if (count === 0) return;
     this.#count = 0;
     const outbox = this.#outbox;
-    const batch = count === outbox.length ? outbox : outbox.slice(0, count);
+    let batch: unknown[];
+    if (count === outbox.length) {
+      // The batch is kept until the peer read it: the next one needs a new array.
+      batch = outbox;
+      this.#outbox = newOutbox();
+    } else {
+      batch = outbox.slice(0, count);
+      outbox.fill(0, 0, count);
+    }
     const opTransfers = this.#opTransfers;
     this.#opTransfers = null;
     const transfers = opTransfers === null ? NO_TRANSFERS : [...opTransfers.values()].flat();
     try {
-      this.#out.postMessage(batch, transfers);
+      this.#post(batch, transfers, opTransfers, false);
     } catch {
       this.#postOneByOne(batch, opTransfers);
     }
-    // Values sent must not stay referenced until their slots are reused.
-    outbox.fill(0, 0, count);
+    this.#ring();
+  }
+
+  /** Ring the peer's bell: it may be blocked waiting for what was just posted. */
+  #ring(): void {
     const bell = this.#peerBell;
     if (bell !== null) {
-      Atomics.add(bell, BELL_RINGS, 1);
-      Atomics.notify(bell, BELL_RINGS);
+      Atomics.add(bell, 0, 1);
+      Atomics.notify(bell, 0);
     }
+  }
+
+  /** Post `records` as one message, numbered and kept until the peer read it; throws when it cannot be cloned. */
+  #post(records: unknown[], transfers: Transferable[], opTransfers: Map<number, Transferable[]> | null, replay: boolean): void {
+    this.#out.postMessage(records, transfers);
+    this.#kept.set(++this.#posted, { records, transfers: opTransfers, replay });
+    // Forget what the peer read, all of it in order.
+    const read = Atomics.load(this.#peerRead, 0);
+    while (this.#oldestKept <= read) this.#kept.delete(this.#oldestKept++);
+  }
+
+  /** Post one message of small records that always clone. */
+  #postOne(records: unknown[]): void {
+    this.#post(records, NO_TRANSFERS, null, records[0] === OP_REPLAY);
   }
 
   /** A batch could not be cloned: post its operations one by one and fail only those that cannot. */
   #postOneByOne(batch: unknown[], opTransfers: Map<number, Transferable[]> | null): void {
     for (let i = 0; i < batch.length; i += OP_SIZE) {
       const record = batch.slice(i, i + OP_SIZE);
+      const transfers = opTransfers?.get(i) ?? null;
       try {
-        this.#out.postMessage(record, opTransfers?.get(i) ?? NO_TRANSFERS);
+        this.#post(record, transfers ?? NO_TRANSFERS, transfers === null ? null : new Map([[0, transfers]]), false);
       } catch (error) {
         this.#unsendable(record, error);
       }
@@ -367,22 +458,138 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     const reason = error instanceof Error ? error.message : String(error);
     if (op === OP_CALL || op === OP_NOTIFY) {
       const what = describeUncloneable((first & ARGS_ARRAY) !== 0 ? (b as unknown[]) : [b]);
-      const name = this.#sentList[a as number];
-      const failure = new TypeError(`cannot send ${op === OP_CALL ? 'call' : 'callSoonThreadsafe'} '${name}' to ${this.#peer}: ${what} cannot be cloned (${reason})`);
-      if (op === OP_CALL) {
-        settle(this.#take(id), OP_ERROR, failure);
-      } else {
-        this.loop.callExceptionHandler({ message: failure.message, exception: failure });
-      }
+      const name = quoteName(this.#sentList[a as number] as string);
+      const failure = new TypeError(`cannot send ${op === OP_CALL ? 'call' : 'callSoonThreadsafe'} ${name} to ${this.#peer}: ${what} cannot be cloned (${reason})`);
+      this.#failRecord(op, id, failure);
     } else if (op === OP_RESULT) {
-      const failure = new TypeError(`the result of '${this.#names[b as number]}' cannot be sent to ${this.#peer}: ${typeName(a)} cannot be cloned (${reason})`);
-      this.#out.postMessage([OP_ERROR, id, encodeError(failure), 0]);
+      const failure = new TypeError(`the result of ${this.#nameHere(b)} cannot be sent to ${this.#peer}: ${typeName(a)} cannot be cloned (${reason})`);
+      this.#postOne([OP_ERROR, id, encodeError(failure), b]);
     } else if (op === OP_ERROR) {
-      this.#out.postMessage([OP_ERROR, id, encodeError(new RuntimeError(`an error could not be sent back: ${reason}`)), 0]);
+      this.#postOne([OP_ERROR, id, encodeError(new RuntimeError(`an error of ${this.#nameHere(b)} could not be sent back: ${reason}`)), b]);
     }
   }
 
+  /** A call this side made cannot reach the peer: its Future fails, or the loop's exception handler hears of it. */
+  #failRecord(op: number, id: number, failure: Error): void {
+    if (op === OP_CALL) settle(this.#take(id), OP_ERROR, failure);
+    else this.loop.callExceptionHandler({ message: failure.message, exception: failure });
+  }
+
+  /** How a message names a function the peer called here (the id of a RESULT or ERROR record). */
+  #nameHere(nameId: unknown): string {
+    const name = this.#names[nameId as number];
+    return name === undefined ? 'a call' : quoteName(name);
+  }
+
+  /**
+   * The peer could not read message `seq`: send its records again one by one, so that only a
+   * record it still cannot read fails (its call's Future fails; a result becomes an error).
+   */
+  #replay(seq: number, encodedReason: EncodedError): void {
+    const sent = this.#kept.get(seq);
+    if (sent === undefined || this.#death !== null) return;
+    const reason = decodeError(encodedReason) as Error;
+    const { records, transfers } = sent;
+    const start = sent.replay ? OP_SIZE : 0;
+    if (records.length - start === OP_SIZE) {
+      const replacement = this.#giveUp(records.slice(start), transfers?.has(start) === true, reason);
+      if (replacement !== null) this.#postOne([OP_REPLAY, seq, 0, 0, ...replacement]);
+    } else {
+      for (let i = start; i < records.length; i += OP_SIZE) {
+        const record = records.slice(i, i + OP_SIZE);
+        if (transfers?.has(i) === true) {
+          // Its moved buffers went with the message that could not be read.
+          const replacement = this.#giveUp(record, true, reason);
+          if (replacement !== null) this.#postOne([OP_REPLAY, seq, 0, 0, ...replacement]);
+          continue;
+        }
+        try {
+          this.#post([OP_REPLAY, seq, 0, 0, ...record], NO_TRANSFERS, null, true);
+        } catch (error) {
+          this.#unsendable(record, error);
+        }
+      }
+    }
+    this.#postOne([OP_REPLAY_END, seq, 0, 0]);
+    this.#ring();
+  }
+
+  /**
+   * A record the peer cannot read: fail the call it carries, or return what replaces it there
+   * (an error in place of a result), or null when nothing does.
+   */
+  #giveUp(record: unknown[], moved: boolean, reason: Error): unknown[] | null {
+    const [first, id, a, b] = record as [number, number, unknown, unknown];
+    const op = first & OP_MASK;
+    const why = moved ? 'the buffers it moved were lost with the message' : `${reason.name}: ${reason.message}`;
+    if (op === OP_CALL || op === OP_NOTIFY) {
+      const name = quoteName(this.#sentList[a as number] as string);
+      const what = op === OP_CALL ? 'call' : 'callSoonThreadsafe';
+      this.#failRecord(op, id, new RangeError(`${this.#peer} could not read the arguments of ${what} ${name} (${why})`, { cause: reason }));
+      return null;
+    }
+    if (op === OP_RESULT || op === OP_ERROR) {
+      const what = op === OP_RESULT ? 'result' : 'error';
+      const failure = new RangeError(`the ${what} of ${this.#nameHere(b)} could not be read by ${this.#peer} (${why})`, { cause: reason });
+      return [OP_ERROR, id, encodeError(failure), b];
+    }
+    return null;
+  }
+
   // ───────────────────────────── receiving ─────────────────────────────
+
+  /**
+   * A message arrived (`blocked`: taken from the port while this thread waits for a reply):
+   * take it now, or hold it while an earlier message is missing.
+   */
+  #arrive(message: unknown[], blocked: boolean): void {
+    const seq = ++this.#arrived;
+    const op = message[0];
+    if (op === OP_REPLAY || op === OP_REPLAY_END) {
+      this.#replayed(message, blocked);
+    } else if (this.#missing === 0) {
+      Atomics.store(this.#read, 0, seq);
+      this.#accept(message, blocked);
+    } else {
+      this.#held.push({ seq, records: message, replayed: NO_ARGS });
+    }
+  }
+
+  /** A message arrived that cannot be read: hold what follows until its records arrive again. */
+  #unreadable(error: unknown): void {
+    const seq = ++this.#arrived;
+    this.#missing++;
+    this.#held.push({ seq, records: null, replayed: [] });
+    this.#push(OP_UNREADABLE, seq, encodeError(error), 0);
+  }
+
+  /** Records of an unreadable message arrived again, or all of them did. */
+  #replayed(message: unknown[], blocked: boolean): void {
+    const slot = this.#held.find((held) => held.seq === message[1] && held.records === null);
+    if (slot === undefined) return;
+    if (message[0] === OP_REPLAY) {
+      for (let i = OP_SIZE; i < message.length; i++) slot.replayed.push(message[i]);
+      return;
+    }
+    slot.records = slot.replayed;
+    this.#missing--;
+    const held = this.#held;
+    while (held.length > 0 && (held[0] as Held).records !== null) {
+      const records = (held.shift() as Held).records as unknown[];
+      if (records.length > 0) this.#accept(records, blocked);
+    }
+    Atomics.store(this.#read, 0, held.length > 0 ? (held[0] as Held).seq - 1 : this.#arrived);
+  }
+
+  /** Take a batch in order: to the loop, or (blocked) its replies now and its calls when the loop runs. */
+  #accept(batch: unknown[], blocked: boolean): void {
+    if (!blocked) {
+      this.loop._deliver(this, batch);
+      return;
+    }
+    this.#process(batch, true, false);
+    if (batchHasCalls(batch)) this.loop._deliver(this, batch, true);
+  }
 
   /**
    * @internal Take a batch that arrived, at the start of an iteration: replies complete their
@@ -432,7 +639,6 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       switch (op) {
         case OP_BELL:
           this.#peerBell = a as Int32Array;
-          ringDeadOnExit(this.#peerBell);
           break;
         case OP_NAME:
           this.#names[id] = a as string;
@@ -441,15 +647,29 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
           settle(this.#take(id), OP_RESULT, a);
           break;
         case OP_ERROR:
-          settle(this.#take(id), OP_ERROR, decodeError(a as Parameters<typeof decodeError>[0]));
+          settle(this.#take(id), OP_ERROR, decodeError(a as EncodedError));
           break;
         case OP_CANCELLED:
           settle(this.#take(id), OP_CANCELLED, (a as string | null) ?? null);
+          break;
+        case OP_UNREADABLE:
+          this.#replay(id, a as EncodedError);
+          break;
+        case OP_DIED:
+          this.#peerDied(id, a === null ? null : decodeError(a as EncodedError));
           break;
         default:
           throw new RuntimeError(`unknown operation ${op} from ${this.#peer}`);
       }
     }
+  }
+
+  /** The peer's thread said it is ending: fail every call with the reason, as its owner would. */
+  #peerDied(code: number, uncaught: unknown): void {
+    if (this.#death !== null) return;
+    const makeError = (): Error => this.#describeDeath(code, uncaught);
+    this._fail(makeError);
+    this.#onDeath?.(makeError);
   }
 
   /** Run one call of a batch; a callSoonThreadsafe's error goes to the exception handler. */
@@ -460,7 +680,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       this.#start(id, nameId, args);
     } catch (error) {
       this.loop.callExceptionHandler({
-        message: `Exception in callSoonThreadsafe('${this.#names[nameId]}') from ${this.#peer}`,
+        message: `Exception in callSoonThreadsafe(${quoteName(this.#names[nameId] ?? '')}) from ${this.#peer}`,
         exception: error as Error,
       });
     }
@@ -486,7 +706,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       result = fn(...args);
     } catch (error) {
       if (id === 0) throw error;
-      this.#push(OP_ERROR, id, encodeError(error), 0);
+      this.#push(OP_ERROR, id, encodeError(error), nameId);
       return;
     }
     const awaitable =
@@ -502,7 +722,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       future.addDoneCallback((done) => {
         if (done.cancelled() || done.exception() === null) return;
         this.loop.callExceptionHandler({
-          message: `Exception in callSoonThreadsafe('${name}') from ${this.#peer}`,
+          message: `Exception in callSoonThreadsafe(${quoteName(name)}) from ${this.#peer}`,
           exception: done.exception() as Error,
           future: done,
         });
@@ -514,10 +734,21 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       if (this.#running.get(id)?.future !== done) return;
       this.#running.delete(id);
       if (done._state === CANCELLED) this.#push(OP_CANCELLED, id, done._makeCancelledError().message, 0);
-      else if (done._state === FAILED) this.#push(OP_ERROR, id, encodeError(done.exception()), 0);
+      else if (done._state === FAILED) this.#push(OP_ERROR, id, encodeError(done.exception()), nameId);
       else this.#push(OP_RESULT, id, done.result(), nameId);
     });
   }
+}
+
+/** The error of a peer thread that ended by itself, when its owner gave no wording. */
+function describeDeath(peer: string, code: number, uncaught: unknown): Error {
+  if (uncaught === null) return new RuntimeError(`${peer} died: it exited with code ${code}`);
+  const error = uncaught as { name?: unknown; message?: unknown };
+  return new RuntimeError(`${peer} died: uncaught ${String(error.name)}: ${String(error.message)}`, { cause: uncaught });
+}
+
+function newOutbox(): unknown[] {
+  return new Array<unknown>(MAX_BATCH_OPS * OP_SIZE).fill(0);
 }
 
 /** Complete a pending call's Future (of a loop) or ConcurrentFuture with a reply. */

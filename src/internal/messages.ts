@@ -16,7 +16,7 @@ export const OP_NOTIFY = 2;
 export const OP_CANCEL = 3;
 /** `[RESULT, id, value, nameId]`: the call `id` (of the function `nameId` here) returned `value`. */
 export const OP_RESULT = 4;
-/** `[ERROR, id, encodedError, 0]`: the call `id` failed. */
+/** `[ERROR, id, encodedError, nameId]`: the call `id` (of the function `nameId` here) failed. */
 export const OP_ERROR = 5;
 /** `[CANCELLED, id, message, 0]`: the call `id` ended cancelled there. */
 export const OP_CANCELLED = 6;
@@ -24,16 +24,18 @@ export const OP_CANCELLED = 6;
 export const OP_NAME = 7;
 /**
  * `[BELL, 0, Int32Array on a SharedArrayBuffer, 0]`: after each batch posted to the sender of
- * this record, ring the bell (add 1 to BELL_RINGS, notify): the sender may be blocked waiting
- * for a reply. A thread that exits sets BELL_DEAD and BELL_EXIT_CODE and rings once more.
+ * this record, ring the bell (add 1 to its slot 0, notify): the sender may be blocked waiting
+ * for a reply.
  */
 export const OP_BELL = 8;
-/** The bell's slots: how often it rang... */
-export const BELL_RINGS = 0;
-/** ...whether the ringing thread exited... */
-export const BELL_DEAD = 1;
-/** ...and its exit code. */
-export const BELL_EXIT_CODE = 2;
+/** `[UNREADABLE, seq, encodedError, 0]`: your message number `seq` could not be read here. */
+export const OP_UNREADABLE = 9;
+/** `[REPLAY, seq, 0, 0, ...records]`: records of the unreadable message `seq`, sent again. */
+export const OP_REPLAY = 10;
+/** `[REPLAY_END, seq, 0, 0]`: every record of the unreadable message `seq` was sent again (or given up). */
+export const OP_REPLAY_END = 11;
+/** `[DIED, exitCode, encodedError | null, 0]`: this thread is ending, with the uncaught error that ends it. */
+export const OP_DIED = 12;
 /** The message of the CancelledError of calls still in flight when their loop closes. */
 export const CLOSING = 'the loop that made the call is closing';
 /** The slots of one operation record. */
@@ -47,12 +49,16 @@ export const ARGS_ONE = 16;
 /** ...or an array of arguments. */
 export const ARGS_ARRAY = 32;
 
-/** The two ports one side of a link needs: where it listens and where it posts. */
+/** What one side of a link needs: where it listens, where it posts, and how far each side read. */
 export interface LinkPorts {
   /** The read end of this side's inbox. */
   inPort: MessagePort;
   /** The write end of the other side's inbox. */
   outPort: MessagePort;
+  /** Slot 0: how many messages of its inbox this side has read, with none missing before them. */
+  inRead: Int32Array;
+  /** Slot 0: the same count, published by the other side for what this side sent it. */
+  outRead: Int32Array;
 }
 
 /** What a LoopThread's worker receives as `workerData`. */
