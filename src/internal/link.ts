@@ -10,8 +10,9 @@
  * cancellation arrives as a cancelled Future.
  *
  * Nothing sent is lost when the other thread cannot read it (a value nested deeper than its
- * stack allows, say): each side numbers the messages it posts and keeps them until the other
- * side says, through a shared counter, that it read them. A message that could not be read is
+ * stack allows, say): each side numbers the messages it posts and keeps those that hold objects
+ * (numbers and strings are always read) until the other side says, through a shared counter,
+ * that it read them. A message that could not be read is
  * named back (UNREADABLE); its sender posts its records again one by one (REPLAY, REPLAY_END),
  * and the receiver holds everything that arrived after it until then, so order and the table of
  * function names stay whole. A record that still cannot be read fails alone: its call's Future
@@ -153,6 +154,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   #outbox: unknown[] = newOutbox();
   #count = 0;
   #opTransfers: Map<number, Transferable[]> | null = null;
+  /** Whether the outbox holds objects, which the peer may fail to read (primitives it always reads). */
+  #mayBeUnreadable = false;
   #flushScheduled = false;
   #pending = new Map<number, RemoteCallFuture<unknown> | ConcurrentFuture<unknown>>();
   /** The peer's bell, rung after each batch posted to it (the peer may block waiting). */
@@ -375,7 +378,12 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     outbox[at + 2] = a;
     outbox[at + 3] = b;
     this.#count = at + OP_SIZE;
-    collectTransfers((op & OP_MASK) === OP_RESULT ? a : b, found);
+    const kind = op & OP_MASK;
+    const payload = kind === OP_RESULT || kind === OP_ERROR ? a : b;
+    if (typeof payload === 'object' && payload !== null && kind !== OP_BELL && !this.#mayBeUnreadable) {
+      this.#mayBeUnreadable = (op & ARGS_ARRAY) === 0 || !allPrimitive(payload as unknown[]);
+    }
+    collectTransfers(payload, found);
     if (found.length > 0) {
       (this.#opTransfers ??= new Map()).set(at, found.splice(0));
     }
@@ -396,23 +404,20 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     if (count === 0) return;
     this.#count = 0;
     const outbox = this.#outbox;
-    let batch: unknown[];
-    if (count === outbox.length) {
-      // The batch is kept until the peer read it: the next one needs a new array.
-      batch = outbox;
-      this.#outbox = newOutbox();
-    } else {
-      batch = outbox.slice(0, count);
-      outbox.fill(0, 0, count);
-    }
+    // Kept until the peer read it only when it may be unreadable there (it holds objects): a copy.
+    const keep = this.#mayBeUnreadable;
+    this.#mayBeUnreadable = false;
+    const batch = count === outbox.length && !keep ? outbox : outbox.slice(0, count);
     const opTransfers = this.#opTransfers;
     this.#opTransfers = null;
     const transfers = opTransfers === null ? NO_TRANSFERS : [...opTransfers.values()].flat();
     try {
-      this.#post(batch, transfers, opTransfers, false);
+      this.#post(batch, transfers, keep ? opTransfers : null, false, keep);
     } catch {
       this.#postOneByOne(batch, opTransfers);
     }
+    // Values sent must not stay referenced until their slots are reused.
+    outbox.fill(0, 0, count);
     this.#ring();
   }
 
@@ -425,18 +430,26 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     }
   }
 
-  /** Post `records` as one message, numbered and kept until the peer read it; throws when it cannot be cloned. */
-  #post(records: unknown[], transfers: Transferable[], opTransfers: Map<number, Transferable[]> | null, replay: boolean): void {
+  /**
+   * Post `records` as one message, numbered, and `keep` it until the peer read it; throws when
+   * it cannot be cloned.
+   */
+  #post(records: unknown[], transfers: Transferable[], opTransfers: Map<number, Transferable[]> | null, replay: boolean, keep: boolean): void {
     this.#out.postMessage(records, transfers);
-    this.#kept.set(++this.#posted, { records, transfers: opTransfers, replay });
+    const seq = ++this.#posted;
+    if (keep) this.#kept.set(seq, { records, transfers: opTransfers, replay });
+    if (this.#kept.size === 0) {
+      this.#oldestKept = seq + 1;
+      return;
+    }
     // Forget what the peer read, all of it in order.
     const read = Atomics.load(this.#peerRead, 0);
     while (this.#oldestKept <= read) this.#kept.delete(this.#oldestKept++);
   }
 
-  /** Post one message of small records that always clone. */
+  /** Post one message of records the library made (replays, replies that replace others). */
   #postOne(records: unknown[]): void {
-    this.#post(records, NO_TRANSFERS, null, records[0] === OP_REPLAY);
+    this.#post(records, NO_TRANSFERS, null, records[0] === OP_REPLAY, true);
   }
 
   /** A batch could not be cloned: post its operations one by one and fail only those that cannot. */
@@ -445,7 +458,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       const record = batch.slice(i, i + OP_SIZE);
       const transfers = opTransfers?.get(i) ?? null;
       try {
-        this.#post(record, transfers ?? NO_TRANSFERS, transfers === null ? null : new Map([[0, transfers]]), false);
+        this.#post(record, transfers ?? NO_TRANSFERS, transfers === null ? null : new Map([[0, transfers]]), false, true);
       } catch (error) {
         this.#unsendable(record, error);
       }
@@ -486,9 +499,14 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
    * record it still cannot read fails (its call's Future fails; a result becomes an error).
    */
   #replay(seq: number, encodedReason: EncodedError): void {
-    const sent = this.#kept.get(seq);
-    if (sent === undefined || this.#death !== null) return;
+    if (this.#death !== null) return;
     const reason = decodeError(encodedReason) as Error;
+    const sent = this.#kept.get(seq);
+    if (sent === undefined) {
+      // Only messages of primitives are not kept, and those are always read: end the link rather than leave a call hanging.
+      this._fail(() => new RuntimeError(`${this.#peer} could not read a message of numbers and strings (${reason.name}: ${reason.message})`, { cause: reason }));
+      return;
+    }
     const { records, transfers } = sent;
     const start = sent.replay ? OP_SIZE : 0;
     if (records.length - start === OP_SIZE) {
@@ -504,7 +522,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
           continue;
         }
         try {
-          this.#post([OP_REPLAY, seq, 0, 0, ...record], NO_TRANSFERS, null, true);
+          this.#post([OP_REPLAY, seq, 0, 0, ...record], NO_TRANSFERS, null, true, true);
         } catch (error) {
           this.#unsendable(record, error);
         }
@@ -747,8 +765,18 @@ function describeDeath(peer: string, code: number, uncaught: unknown): Error {
   return new RuntimeError(`${peer} died: uncaught ${String(error.name)}: ${String(error.message)}`, { cause: uncaught });
 }
 
+/** A packed array (not `new Array(n)`): V8 serializes a holey array in its sparse form, several times slower. */
 function newOutbox(): unknown[] {
-  return new Array<unknown>(MAX_BATCH_OPS * OP_SIZE).fill(0);
+  return Array.from({ length: MAX_BATCH_OPS * OP_SIZE }, () => 0);
+}
+
+/** Whether every argument is a primitive (none can fail to be read). */
+function allPrimitive(args: unknown[]): boolean {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (typeof arg === 'object' && arg !== null) return false;
+  }
+  return true;
 }
 
 /** Complete a pending call's Future (of a loop) or ConcurrentFuture with a reply. */
