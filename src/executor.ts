@@ -20,22 +20,30 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import type { ResourceLimits } from 'node:worker_threads';
+import { receiveMessageOnPort, type MessagePort, type ResourceLimits } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ConcurrentFuture } from './internal/concurrent-future.js';
 import { RuntimeError } from './exceptions.js';
 import { Deque } from './internal/deque.js';
-import { decodeError } from './internal/errors.js';
+import { decodeError, type EncodedError } from './internal/errors.js';
 import { repr } from './internal/format.js';
 import {
   CANCELLED,
-  DONE,
+  DONE_FALSE,
+  DONE_NULL,
+  DONE_NUMBER,
+  DONE_POSTED,
+  DONE_TRUE,
+  DONE_UNDEFINED,
   QUEUED,
   RUNNING,
+  isResultsPortMessage,
   type BatchRequest,
   type BatchResponse,
+  type Outcome,
+  type ResultsPortMessage,
 } from './internal/pool-job.js';
-import { describeUncloneable, findUncloneable } from './internal/uncloneable.js';
+import { describeUncloneable, findUncloneable, nestedDeeperThan } from './internal/uncloneable.js';
 import { logger } from './log.js';
 import { collectTransfers } from './transfer.js';
 import { checkWorkerFn, describeWorkerFn, type WorkerFn } from './worker-fn.js';
@@ -146,6 +154,29 @@ const BATCH_BUDGET_MS = 4;
 const NO_ARGS: unknown[] = [];
 /** A job whose sending failed before it reached a thread is retried this many times. */
 const MAX_ATTEMPTS = 3;
+/** A worker thread's stack when resourceLimits.stackSizeMb does not say (Node's default). */
+const DEFAULT_STACK_MB = 4;
+
+/** Why a batch failed, as its jobs' errors word it. */
+interface Failure {
+  readonly error: unknown;
+  readonly message: string;
+  /** How the thread ended, e.g. 'exited with code 3'. */
+  readonly cause: string;
+  /** The batch never left: it could not be cloned. */
+  readonly neverSent: boolean;
+  /** A thread had started the batch (and died while running one of its jobs, or between two). */
+  readonly started: boolean;
+}
+
+/**
+ * How deep a value may nest for a thread with a stack of `stackSizeMb` to read it: reading
+ * takes up to about 640 bytes of stack per level (V8's deserializer, measured on Node 20),
+ * and the thread needs some stack of its own.
+ */
+function readableDepth(stackSizeMb: number): number {
+  return Math.max(64, Math.floor((stackSizeMb * 1024 * 1024 - 256 * 1024) / 640));
+}
 
 /** The pool worker entry: dist/workers/pool-worker.js beside dist/src, also when running from src/. */
 function poolWorkerPath(): string {
@@ -161,8 +192,13 @@ function fnKey(fn: WorkerFn): string {
 
 /** One piscina task: its jobs, their state slots, and its abort switch. */
 interface Batch {
+  /** The number its outcome messages carry. */
+  readonly id: number;
   readonly jobs: JobFuture[];
+  /** Per job its state, then the id of the thread that runs the batch (0 until one does). */
   readonly slots: Int32Array;
+  /** Per job, the number it returned. */
+  readonly values: Float64Array;
   readonly controller: AbortController | null;
   /** When it was sent (performance.now()). */
   readonly sentAt: number;
@@ -189,6 +225,8 @@ class JobFuture extends ConcurrentFuture<unknown> {
   attempts = 0;
   /** Whether the job must travel alone (its batch could not be sent whole). */
   solo = false;
+  /** Whether its arguments moved buffers to the thread its batch went to: it can run there only. */
+  pinned = false;
 
   constructor(engine: PoolEngine, fn: WorkerFn, args: unknown[]) {
     super();
@@ -205,9 +243,9 @@ class JobFuture extends ConcurrentFuture<unknown> {
     if (super.running()) return true;
     const slots = this.slots;
     if (slots === null || this.done()) return false;
-    // DONE: the thread finished it, and its result is on the way.
+    // DONE_*: the thread finished it, and its outcome is on the way.
     const state = Atomics.load(slots, this.index);
-    return state === RUNNING || state === DONE;
+    return state === RUNNING || state >= DONE_POSTED;
   }
 
   /** Record that the job started, as the thread's slot says. */
@@ -251,6 +289,18 @@ class PoolEngine {
   #moved = 0;
   #stealTimer: NodeJS.Timeout | null = null;
 
+  /** Batches sent whose jobs are not all settled yet, by number: outcome messages name them. */
+  readonly #byId = new Map<number, Batch>();
+  #lastBatchId = 0;
+  /** Each pool thread's results port, by thread id; the last error of a message that could not be read there. */
+  readonly #resultPorts = new Map<number, { port: MessagePort; unreadable: Error | null }>();
+  /** Threads whose results port closed: every outcome they sent was read. */
+  readonly #finishedThreads = new Set<number>();
+  /** Batches whose thread's results port has not arrived yet, waiting to be collected. */
+  readonly #awaitingPort = new Map<number, Array<() => void>>();
+  /** Arguments nested deeper than this may be more than a pool thread's stack can read: they are refused. */
+  readonly #maxDepth: number;
+
   /** Milliseconds per job, by WorkerFn object and by module and export. */
   readonly #estimates = new WeakMap<WorkerFn, number>();
   readonly #estimatesByKey = new Map<string, number>();
@@ -276,6 +326,10 @@ class PoolEngine {
     // piscina reports a thread that dies while idle, or a slow close, as 'error' events; an
     // EventEmitter without a listener would throw them at the process.
     this.pool.on('error', (error: unknown) => logger.error('pool thread failed outside any job', error));
+    this.pool.on('message', (message: unknown) => {
+      if (isResultsPortMessage(message)) this.#addResultsPort(message);
+    });
+    this.#maxDepth = readableDepth(options.resourceLimits?.stackSizeMb ?? DEFAULT_STACK_MB);
   }
 
   submit(candidate: unknown, args: unknown[]): JobFuture {
@@ -288,6 +342,16 @@ class PoolEngine {
       const found = findUncloneable(arg, `args[${i}]`);
       if (found !== null) {
         job._setException(new TypeError(`cannot send ${describeWorkerFn(fn)} to a pool thread: ${describeUncloneable(found)}`));
+        return job;
+      }
+      // A request a pool thread cannot read would hang in piscina for good: refuse it here.
+      if (nestedDeeperThan(arg, this.#maxDepth)) {
+        job._setException(
+          new RangeError(
+            `cannot send ${describeWorkerFn(fn)} to a pool thread: args[${i}] is nested deeper than ${this.#maxDepth} levels, ` +
+              'more than a pool thread can be sure to read with its stack (resourceLimits.stackSizeMb)',
+          ),
+        );
         return job;
       }
     }
@@ -418,7 +482,10 @@ class PoolEngine {
   #send(jobs: JobFuture[]): void {
     const count = jobs.length;
     if (count === 0) return;
-    const slots = new Int32Array(new SharedArrayBuffer(count * Int32Array.BYTES_PER_ELEMENT));
+    // One buffer: a number per job, then a state per job and the id of the thread that runs the batch.
+    const memory = new SharedArrayBuffer(count * Float64Array.BYTES_PER_ELEMENT + (count + 1) * Int32Array.BYTES_PER_ELEMENT);
+    const values = new Float64Array(memory, 0, count);
+    const slots = new Int32Array(memory, count * Float64Array.BYTES_PER_ELEMENT, count + 1);
     const controller = this.abortRunning ? new AbortController() : null;
     let estimate = 0;
     let measured: WorkerFn | null = null;
@@ -430,7 +497,8 @@ class PoolEngine {
       }
       estimate += measure;
     }
-    const batch: Batch = { jobs, slots, controller, sentAt: performance.now(), estimate, owned: count };
+    const id = ++this.#lastBatchId;
+    const batch: Batch = { id, jobs, slots, values, controller, sentAt: performance.now(), estimate, owned: count };
     const fns: string[] = [];
     const meta = new Int32Array(count * 2);
     const args: unknown[] = [];
@@ -459,10 +527,13 @@ class PoolEngine {
       meta[i * 2] = lastAt;
       meta[i * 2 + 1] = jobArgs.length;
       for (let j = 0; j < jobArgs.length; j++) args.push(jobArgs[j]);
+      const before = transfer.length;
       collectTransfers(jobArgs, transfer);
+      if (transfer.length > before) job.pinned = true;
     }
-    const request: BatchRequest = { fns, jobs: meta, args, slots };
+    const request: BatchRequest = { id, fns, jobs: meta, args, slots, values };
     this.#inFlight.add(batch);
+    this.#byId.set(id, batch);
     this.#jobsInFlight += count;
     this.#batches++;
     this.pool
@@ -476,30 +547,12 @@ class PoolEngine {
       );
   }
 
+  /** The batch ended in its thread: collect its outcomes, and keep the pool busy. */
   #settle(batch: Batch, response: BatchResponse, fns: Map<WorkerFn, number> | null): void {
-    const { jobs, slots } = batch;
     this.#inFlight.delete(batch);
     this.#jobsInFlight -= batch.owned;
     if (response.ran > 0 && fns !== null) this.#learn(fns, response.ms / response.ran);
-    const { values, failedAt, errors } = response;
-    let nextFailure = failedAt === null ? -1 : (failedAt[0] as number);
-    let k = 0;
-    for (let i = 0; i < jobs.length; i++) {
-      const job = jobs[i] as JobFuture;
-      if (job.batch !== batch) continue;
-      job.batch = null;
-      job.args = NO_ARGS;
-      if (i === nextFailure) {
-        const encoded = (errors as NonNullable<typeof errors>)[k++];
-        nextFailure = (failedAt as number[])[k] ?? -1;
-        if (job.done()) continue;
-        this.#completed++;
-        job._setException(decodeError(encoded as NonNullable<typeof encoded>));
-      } else if (Atomics.load(slots, i) === DONE && !job.done()) {
-        this.#completed++;
-        job._setResult(values[i]);
-      }
-    }
+    this.#collect(batch, null);
     this.#dispatch();
     if (this.#queued === 0) this.#steal();
     this.#checkIdle();
@@ -507,7 +560,6 @@ class PoolEngine {
 
   /** The piscina task failed: its thread died, was ended, or the batch could not be sent. */
   #fail(batch: Batch, error: unknown): void {
-    const { jobs, slots } = batch;
     this.#inFlight.delete(batch);
     this.#jobsInFlight -= batch.owned;
     const message = String((error as { message?: unknown } | null)?.message ?? error);
@@ -517,37 +569,84 @@ class PoolEngine {
     if (this.#terminated) cause = 'was ended by shutdown';
     else if (exited !== null) cause = `exited with code ${exited[1]}`;
     else cause = `crashed with an uncaught ${String(name ?? 'error')}: ${message}`;
-    const neverSent = name === 'DataCloneError' && jobs.every((_, i) => Atomics.load(slots, i) === QUEUED);
+    const neverSent = name === 'DataCloneError' && batch.jobs.every((_, i) => Atomics.load(batch.slots, i) === QUEUED);
+    const started = Atomics.load(batch.slots, batch.jobs.length) !== 0;
+    this.#collect(batch, { error, message, cause, neverSent, started });
+    this.#dispatch();
+    this.#checkIdle();
+  }
+
+  /**
+   * Settle the jobs of a batch that ended (`failure` null) or failed: first from the outcomes its
+   * thread posted, read from the thread's results port (once that port has arrived: it is
+   * posted before any job runs, but may come later than the batch's end), then by their states:
+   * values in shared memory, a job running when the thread died fails, a job never started goes
+   * back to the queue.
+   */
+  #collect(batch: Batch, failure: Failure | null): void {
+    const thread = Atomics.load(batch.slots, batch.jobs.length);
+    if (thread === 0 || this.#finishedThreads.has(thread)) {
+      this.#finish(batch, failure, null);
+      return;
+    }
+    const entry = this.#resultPorts.get(thread);
+    if (entry !== undefined) {
+      this.#drain(entry);
+      this.#finish(batch, failure, entry.unreadable);
+      return;
+    }
+    let waiting = this.#awaitingPort.get(thread);
+    if (waiting === undefined) this.#awaitingPort.set(thread, (waiting = []));
+    waiting.push(() => {
+      const arrived = this.#resultPorts.get(thread);
+      if (arrived !== undefined) this.#drain(arrived);
+      this.#finish(batch, failure, arrived?.unreadable ?? null);
+      this.#dispatch();
+      this.#checkIdle();
+    });
+  }
+
+  #finish(batch: Batch, failure: Failure | null, unreadable: Error | null): void {
+    const { jobs, slots, values } = batch;
+    this.#byId.delete(batch.id);
     const retry: JobFuture[] = [];
     for (let i = 0; i < jobs.length; i++) {
       const job = jobs[i] as JobFuture;
       if (job.batch !== batch) continue;
       job.batch = null;
-      if (job.done()) continue;
+      if (job.done()) {
+        job.args = NO_ARGS;
+        continue;
+      }
+      const state = failure === null ? Atomics.load(slots, i) : Atomics.compareExchange(slots, i, QUEUED, CANCELLED);
       const what = describeWorkerFn(job.fn);
-      switch (Atomics.compareExchange(slots, i, QUEUED, CANCELLED)) {
-        case QUEUED:
-          // It never started: it may go again, unless the executor is ending.
-          job.slots = null;
-          if (this.#terminated) {
-            this.#cancelled++;
-            job.args = NO_ARGS;
-            job.cancelFuture();
-          } else if (neverSent && jobs.length === 1) {
-            this.#failJob(job, new TypeError(`cannot send ${what} to a pool thread: ${message}`, { cause: error }));
-          } else if (++job.attempts > MAX_ATTEMPTS) {
-            this.#failJob(job, new RuntimeError(`cannot start ${what}: the pool thread ${cause}`, { cause: error }));
-          } else {
-            // A batch that could not be sent whole goes again one job at a time, to find the culprit.
-            if (neverSent) job.solo = true;
-            retry.push(job);
-          }
+      switch (state) {
+        case DONE_NUMBER:
+          this.#completeJob(job, values[i]);
           break;
+        case DONE_UNDEFINED:
+          this.#completeJob(job, undefined);
+          break;
+        case DONE_NULL:
+          this.#completeJob(job, null);
+          break;
+        case DONE_TRUE:
+          this.#completeJob(job, true);
+          break;
+        case DONE_FALSE:
+          this.#completeJob(job, false);
+          break;
+        case DONE_POSTED: {
+          // Posted, and its message drained: it is the one that could not be read here.
+          const reason = unreadable === null ? 'its message was lost' : `${unreadable.name}: ${unreadable.message}`;
+          this.#failJob(job, new RangeError(`the outcome of ${what} could not be read in this thread (${reason})`, { cause: unreadable ?? undefined }));
+          break;
+        }
         case RUNNING:
-          this.#failJob(job, new RuntimeError(`the pool thread running ${what} ${cause}`, { cause: error }));
+          if (failure !== null) this.#failJob(job, new RuntimeError(`the pool thread running ${what} ${failure.cause}`, { cause: failure.error }));
           break;
-        case DONE:
-          this.#failJob(job, new RuntimeError(`the pool thread ${cause} before sending back the result of ${what}`, { cause: error }));
+        case QUEUED:
+          if (failure !== null) this.#requeue(job, failure, retry);
           break;
         default:
           break;
@@ -555,8 +654,78 @@ class PoolEngine {
     }
     for (let i = retry.length - 1; i >= 0; i--) this.#queue.unshift(retry[i] as JobFuture);
     this.#queued += retry.length;
-    this.#dispatch();
-    this.#checkIdle();
+  }
+
+  /** A job whose batch failed before it started: it goes again, unless it cannot. */
+  #requeue(job: JobFuture, failure: Failure, retry: JobFuture[]): void {
+    const what = describeWorkerFn(job.fn);
+    job.slots = null;
+    if (this.#terminated) {
+      this.#cancelled++;
+      job.args = NO_ARGS;
+      job.cancelFuture();
+    } else if (failure.neverSent && job.solo) {
+      this.#failJob(job, new TypeError(`cannot send ${what} to a pool thread: ${failure.message}`, { cause: failure.error }));
+    } else if (job.pinned && !failure.neverSent) {
+      this.#failJob(
+        job,
+        new RuntimeError(`cannot start ${what}: the pool thread it was sent to ${failure.cause}, and the buffers it moved there went with it`, {
+          cause: failure.error,
+        }),
+      );
+    } else if (failure.neverSent || !failure.started) {
+      // A batch that could not be sent whole goes again one job at a time, to find the culprit;
+      // a batch no thread started goes again a few times (a thread that dies while starting
+      // must not make it go round forever). Jobs a thread skipped as it died go again freely.
+      if (failure.neverSent) job.solo = true;
+      if (++job.attempts > MAX_ATTEMPTS) {
+        this.#failJob(job, new RuntimeError(`cannot start ${what}: the pool thread ${failure.cause}`, { cause: failure.error }));
+      } else retry.push(job);
+    } else {
+      retry.push(job);
+    }
+  }
+
+  /** Take a pool thread's results port, and collect the batches that waited for it. */
+  #addResultsPort({ thread, port }: ResultsPortMessage): void {
+    const entry = { port, unreadable: null as Error | null };
+    port.unref();
+    // Closed once drained after its thread ended: every outcome that thread sent was read.
+    port.once('close', () => {
+      this.#resultPorts.delete(thread);
+      this.#finishedThreads.add(thread);
+    });
+    this.#resultPorts.set(thread, entry);
+    const waiting = this.#awaitingPort.get(thread);
+    if (waiting === undefined) return;
+    this.#awaitingPort.delete(thread);
+    for (const collect of waiting) collect();
+  }
+
+  /** Settle the jobs whose outcomes wait on a results port; remember a message that could not be read. */
+  #drain(entry: { port: MessagePort; unreadable: Error | null }): void {
+    for (;;) {
+      let message: { message: unknown } | undefined;
+      try {
+        message = receiveMessageOnPort(entry.port);
+      } catch (error) {
+        entry.unreadable = error as Error;
+        continue;
+      }
+      if (message === undefined) return;
+      const [batchId, at, payload] = message.message as Outcome;
+      const batch = this.#byId.get(batchId);
+      const job = batch?.jobs[at < 0 ? ~at : at];
+      if (job === undefined || job.batch !== batch || job.done()) continue;
+      if (at < 0) this.#failJob(job, decodeError(payload as EncodedError) as Error);
+      else this.#completeJob(job, payload);
+    }
+  }
+
+  #completeJob(job: JobFuture, value: unknown): void {
+    job.args = NO_ARGS;
+    this.#completed++;
+    job._setResult(value);
   }
 
   /**
@@ -573,7 +742,7 @@ class PoolEngine {
     let victim: Batch | null = null;
     let nextCheck = Infinity;
     for (const batch of this.#inFlight) {
-      if (!untouched(batch.slots)) continue;
+      if (!untouched(batch.slots, batch.jobs.length)) continue;
       const due = batch.sentAt + 2 * Math.max(batch.estimate, BATCH_BUDGET_MS);
       if (due > now) nextCheck = Math.min(nextCheck, due);
       else if (victim === null || batch.sentAt < victim.sentAt) victim = batch;
@@ -584,9 +753,13 @@ class PoolEngine {
     }
     const { jobs, slots } = victim;
     const stolen: JobFuture[] = [];
-    for (let i = 0; i < slots.length; i++) {
-      if (Atomics.compareExchange(slots, i, QUEUED, CANCELLED) === QUEUED) stolen.push(jobs[i] as JobFuture);
+    for (let i = 0; i < jobs.length; i++) {
+      const job = jobs[i] as JobFuture;
+      // A job whose buffers moved to the victim's thread stays there: they cannot be sent twice.
+      if (job.pinned || job.batch !== victim) continue;
+      if (Atomics.compareExchange(slots, i, QUEUED, CANCELLED) === QUEUED) stolen.push(job);
     }
+    if (stolen.length === 0) return;
     victim.owned -= stolen.length;
     this.#jobsInFlight -= stolen.length;
     this.#moved += stolen.length;
@@ -659,7 +832,7 @@ class PoolEngine {
       clearTimeout(this.#stealTimer);
       this.#stealTimer = null;
     }
-    if (this.#onIdle !== null && this.#inFlight.size === 0 && this.#queued === 0) {
+    if (this.#onIdle !== null && this.#inFlight.size === 0 && this.#queued === 0 && this.#awaitingPort.size === 0) {
       const resolve = this.#onIdle;
       this.#onIdle = null;
       resolve();
@@ -667,10 +840,10 @@ class PoolEngine {
   }
 }
 
-/** Whether no thread started a job of the batch yet. */
-function untouched(slots: Int32Array): boolean {
+/** Whether no thread started a job of the batch yet (of its `count` jobs). */
+function untouched(slots: Int32Array, count: number): boolean {
   let waiting = false;
-  for (let i = 0; i < slots.length; i++) {
+  for (let i = 0; i < count; i++) {
     const state = Atomics.load(slots, i);
     if (state === QUEUED) waiting = true;
     else if (state !== CANCELLED) return false;

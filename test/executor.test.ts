@@ -169,6 +169,32 @@ describe('PiscinaExecutor.submit', () => {
 });
 
 describe('move()', () => {
+  it('never sends a job twice whose buffers moved, when a stuck batch is taken over by a free thread', async () => {
+    const made = executor({ maxThreads: 2 });
+    const sumBytes = workerFn<[Uint8Array], { sum: number; byteLength: number }>(mathUrl, 'sumBytes');
+    await warmUp(made, sumBytes, new Uint8Array(4));
+    await warmUp(made, echo, 0);
+    const flags = flagsOf();
+    const holder = made.submit(visit, flags, 0, HOLD);
+    await reached(flags, 0);
+    const movedBefore = made.statistics().moved;
+    // A burst of moved and copied jobs: a batch of it waits behind the holder, until the free
+    // thread takes over what can be taken (the copied jobs); the moved ones must wait there.
+    const buffers = Array.from({ length: 60 }, (_, i) => new Uint8Array(256).fill(i % 7));
+    const futures = buffers.map((bytes, i) => (i % 2 === 0 ? made.submit(sumBytes, move(bytes)) : made.submit(echo, i)));
+    for (let waited = 0; made.statistics().moved === movedBefore; waited += 5) {
+      if (waited > 20_000) throw new Error('no batch was ever taken over');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    release(flags);
+    await Promise.all([...futures, holder].map(settled));
+    for (let i = 0; i < futures.length; i++) {
+      const expected = i % 2 === 0 ? { sum: 256 * (i % 7), byteLength: 256 } : i;
+      expect(futures[i]!.result()).toEqual(expected);
+    }
+    expect(buffers.filter((_, i) => i % 2 === 0).every((bytes) => bytes.byteLength === 0)).toBe(true);
+  });
+
   it('transfers a moved argument buffer instead of copying it', async () => {
     const made = executor();
     const sumBytes = workerFn<[Uint8Array], { sum: number; byteLength: number }>(mathUrl, 'sumBytes');
@@ -309,7 +335,7 @@ describe('PiscinaExecutor faults', () => {
     expect(replacement).not.toBe(thread);
   });
 
-  it('in a batch, fails the jobs the dead thread ran and runs again those it never reached', async () => {
+  it('in a batch, keeps the results of the jobs the dead thread finished and runs again those it never reached', async () => {
     const made = executor({ maxThreads: 1 });
     await warmUp(made, exitIf, false, 0, 0);
     // The thread holds two batches of six: it dies in the first, after finishing three jobs.
@@ -317,9 +343,30 @@ describe('PiscinaExecutor faults', () => {
     const futures = values.map((value) => made.submit(exitIf, value === -1, 7, value));
     await Promise.all(futures.map(settled));
     const outcomes = futures.map((future) => (future.exception() === null ? future.result() : future.exception()?.message));
-    const lost = `the pool thread exited with code 7 before sending back the result of exitIf of ${faultsUrl.href}`;
     const died = `the pool thread running exitIf of ${faultsUrl.href} exited with code 7`;
-    expect(outcomes).toEqual([lost, lost, lost, died, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(outcomes).toEqual([1, 2, 3, died, 5, 6, 7, 8, 9, 10, 11, 12]);
+  });
+
+  it.each([
+    ['exit', 'exited with code 7'],
+    ['throw', 'crashed with an uncaught Error: uncaught in a job'],
+    ['hog', 'crashed with an uncaught Error: '],
+  ])('loses no finished job, number or object, when a job of the batch ends its thread (%s)', async (how, cause) => {
+    const made = executor({ maxThreads: 1, resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 } });
+    const endIf = workerFn<[string, unknown], unknown>(faultsUrl, 'endIf');
+    await warmUp(made, endIf, 'none', 0);
+    // Numbers travel in shared memory, objects as messages: both must survive the thread.
+    const inputs = Array.from({ length: 24 }, (_, i) => (i % 2 === 0 ? i : `s${i}`));
+    const futures = inputs.map((value, i) => made.submit(endIf, i === 9 ? how : 'none', value));
+    await Promise.all(futures.map(settled));
+    for (let i = 0; i < inputs.length; i++) {
+      const future = futures[i]!;
+      if (i === 9) {
+        expect(future.exception()!.message).toMatch(new RegExp(`^the pool thread running endIf of .*pool-faults\\.mjs ${cause.replace(/[.()]/g, '\\$&')}`));
+      } else {
+        expect(future.result()).toEqual(typeof inputs[i] === 'number' ? inputs[i] : { value: inputs[i] });
+      }
+    }
   });
 
   it('fails the job whose thread runs out of its resourceLimits heap', async () => {
@@ -328,6 +375,41 @@ describe('PiscinaExecutor faults', () => {
     expect(error).toBeInstanceOf(RuntimeError);
     expect(error.message).toMatch(new RegExp(`^the pool thread running hog of ${faultsUrl.href} crashed with an uncaught Error: .*out of memory`));
     expect(await resultOf(made.submit(add, 1, 2))).toBe(3);
+  });
+});
+
+describe('PiscinaExecutor outcomes that cannot be read', () => {
+  it('fails only the job whose result this thread cannot read; its batch-mates arrive', async () => {
+    const made = executor({ maxThreads: 1 });
+    const deep = workerFn<[number], unknown>(mathUrl, 'deep');
+    await warmUp(made, deep, 1);
+    const futures = [made.submit(echo, 'before'), made.submit(deep, 8000), made.submit(echo, 'after')];
+    await Promise.all(futures.map(settled));
+    expect(futures[0]!.result()).toBe('before');
+    expect(futures[2]!.result()).toBe('after');
+    const error = futures[1]!.exception()!;
+    expect(error).toBeInstanceOf(RangeError);
+    expect(error.message).toBe(
+      `the outcome of deep of ${mathUrl.href} could not be read in this thread (RangeError: Maximum call stack size exceeded)`,
+    );
+    expect(await resultOf(made.submit(add, 1, 2))).toBe(3);
+  });
+
+  it('refuses an argument nested deeper than a small-stack pool thread can read, and the thread goes on', async () => {
+    const made = executor({ maxThreads: 1, resourceLimits: { stackSizeMb: 0.5 } });
+    const depthOf = workerFn<[unknown], { depth: number; leaf: string }>(mathUrl, 'depthOf');
+    const nest = (depth: number): unknown => {
+      let value: unknown = 'leaf';
+      for (let i = 0; i < depth; i++) value = [value];
+      return value;
+    };
+    const error = await errorOf(made.submit(depthOf, nest(1000)));
+    expect(error).toBeInstanceOf(RangeError);
+    expect(error.message).toBe(
+      `cannot send depthOf of ${mathUrl.href} to a pool thread: args[0] is nested deeper than 409 levels, ` +
+        'more than a pool thread can be sure to read with its stack (resourceLimits.stackSizeMb)',
+    );
+    expect(await resultOf(made.submit(depthOf, nest(400)))).toEqual({ depth: 400, leaf: 'leaf' });
   });
 });
 

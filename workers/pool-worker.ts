@@ -1,7 +1,9 @@
 /**
- * The pool worker: piscina calls the default export with each batch of jobs
- * (see src/internal/pool-job.ts).
+ * The pool worker: it hands its results port to the executor, then piscina calls the default
+ * export with each batch of jobs (see src/internal/pool-job.ts).
  */
-import { runBatch } from '../src/internal/pool-job.js';
+import { openResultsPort, runBatch } from '../src/internal/pool-job.js';
+
+openResultsPort();
 
 export default runBatch;

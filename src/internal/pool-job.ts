@@ -2,20 +2,29 @@
  * What travels between an executor and its pool threads, and the pool thread's side of it.
  *
  * Jobs travel in batches: one piscina task carries one or many jobs. Each batch has a
- * SharedArrayBuffer with one Int32 slot per job, the job's state; both sides move a slot with
+ * SharedArrayBuffer with one Int32 slot per job, the job's state, then one slot the thread
+ * writes its id into when it starts the batch; both sides move a state with
  * `Atomics.compareExchange`, so a job cancelled while queued is skipped by the thread, and the
  * main thread knows whether a job already runs when it is cancelled:
  *
- *   QUEUED ──thread──▶ RUNNING ──thread──▶ DONE
+ *   QUEUED ──thread──▶ RUNNING ──thread──▶ DONE_* (its outcome is out of the thread)
  *     └──────main────▶ CANCELLED
+ *
+ * A job's outcome leaves the thread the moment the job ends, never with the batch, so that a
+ * thread that dies later in the batch (exit, uncaught error, out of memory, terminate) loses no
+ * finished job: a number, boolean, null or undefined is written into the batch's shared memory
+ * (no message at all); anything else, errors included, is posted on the thread's results port,
+ * which the executor drains with `receiveMessageOnPort` when the batch ends or fails. Messages
+ * queued on a port outlive the thread that posted them.
  */
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import type { Transferable } from 'node:worker_threads';
-import { move as piscinaMove, transferableSymbol, valueSymbol } from 'piscina';
+import { MessageChannel, parentPort, threadId, type MessagePort, type Transferable } from 'node:worker_threads';
 import { collectTransfers } from '../transfer.js';
 import { encodeError, type EncodedError } from './errors.js';
 import { typeName } from './format.js';
+import { moduleUrlOf, quoteName, shortName } from './module-ref.js';
+import { importUserModule } from './ts-loader.js';
 import { describeUncloneable, findUncloneable } from './uncloneable.js';
 
 /** The job waits: the thread has not reached it. */
@@ -24,18 +33,49 @@ export const QUEUED = 0;
 export const RUNNING = 1;
 /** The main thread cancelled the job before it started; the thread skips it. */
 export const CANCELLED = 2;
-/** The thread finished the job; its outcome is in the batch's response. */
-export const DONE = 3;
+/** The job ended; its outcome (a value or an error) is on the thread's results port. */
+export const DONE_POSTED = 3;
+/** The job returned the number in its slot of the batch's `values`. */
+export const DONE_NUMBER = 4;
+/** The job returned undefined. */
+export const DONE_UNDEFINED = 5;
+/** The job returned null. */
+export const DONE_NULL = 6;
+/** The job returned true. */
+export const DONE_TRUE = 7;
+/** The job returned false. */
+export const DONE_FALSE = 8;
+
+/** The key of the message by which a pool thread hands its results port to the executor. */
+export const RESULTS_PORT = 'multiloop:results-port';
+
+/**
+ * Hand a pool thread's results port to the executor (through piscina's 'message' event).
+ *
+ * @example
+ * ```ts
+ * pool.on('message', (message) => { if (isResultsPortMessage(message)) ports.set(message.thread, message.port); });
+ * ```
+ */
+export interface ResultsPortMessage {
+  readonly [RESULTS_PORT]: true;
+  /** The pool thread's id, as batches report it. */
+  readonly thread: number;
+  /** The port its outcomes arrive on. */
+  readonly port: MessagePort;
+}
 
 /**
  * Carry a batch of jobs to a pool thread: the payload of one piscina task.
  *
  * @example
  * ```ts
- * const request: BatchRequest = { fns: [url, 'add'], jobs: Int32Array.of(0, 2), args: [40, 2], slots };
+ * const request: BatchRequest = { id: 7, fns: [url, 'add'], jobs: Int32Array.of(0, 2), args: [40, 2], slots, values };
  * ```
  */
 export interface BatchRequest {
+  /** The batch's number, which its outcome messages carry. */
+  readonly id: number;
   /** The batch's distinct functions, flattened: module URL, export name, module URL, ... */
   readonly fns: string[];
   /**
@@ -45,30 +85,32 @@ export interface BatchRequest {
   readonly jobs: Int32Array;
   /** The arguments of all jobs, one after the other: one flat array clones far faster than an array per job. */
   readonly args: unknown[];
-  /** Per job, its state slot, over a SharedArrayBuffer. */
+  /** Per job, its state; then the id of the thread that runs the batch (0 until one does). Over a SharedArrayBuffer. */
   readonly slots: Int32Array;
+  /** Per job, the number it returned (state DONE_NUMBER). Over a SharedArrayBuffer. */
+  readonly values: Float64Array;
 }
 
 /**
- * Carry a batch's outcomes back from a pool thread.
+ * Report, when a batch ends, what it cost (outcomes travel on their own).
  *
  * @example
  * ```ts
- * const { values, failedAt, errors } = (await pool.run(request)) as BatchResponse;
+ * const { ran, ms } = (await pool.run(request)) as BatchResponse;
  * ```
  */
 export interface BatchResponse {
-  /** Per job, its result (a hole for jobs that failed or were skipped). */
-  readonly values: unknown[];
-  /** The positions of the jobs that failed, ascending; null when none did. */
-  readonly failedAt: number[] | null;
-  /** The encoded errors of those jobs, in the same order. */
-  readonly errors: EncodedError[] | null;
   /** How many jobs ran (skipped ones excluded). */
   readonly ran: number;
   /** Milliseconds the jobs took, module loading excluded. */
   readonly ms: number;
 }
+
+/**
+ * One outcome on a results port: `[batch id, job index, value]`, or `[batch id, ~job index,
+ * encoded error]` for a job that failed.
+ */
+export type Outcome = [number, number, unknown];
 
 /** A module namespace, as `import()` gives it. */
 type Namespace = Record<string, unknown>;
@@ -83,6 +125,34 @@ const functions = new Map<string, JobFunction>();
 /** Milliseconds this thread spent importing during the current batch. */
 let importMs = 0;
 
+/** The port this thread posts outcomes on; the executor holds its other end. */
+let results: MessagePort | null = null;
+
+/**
+ * Open this pool thread's results port and hand its other end to the executor, before any job
+ * runs: messages posted on it survive the thread. Called once by the pool worker entry.
+ *
+ * @example
+ * ```ts
+ * // workers/pool-worker.ts
+ * openResultsPort();
+ * export default runBatch;
+ * ```
+ */
+export function openResultsPort(): void {
+  if (results !== null || parentPort === null) return;
+  const { port1, port2 } = new MessageChannel();
+  results = port1;
+  results.unref();
+  const message: ResultsPortMessage = { [RESULTS_PORT]: true, thread: threadId, port: port2 };
+  parentPort.postMessage(message, [port2]);
+}
+
+/** Whether `message` (from piscina's 'message' event) hands over a results port. */
+export function isResultsPortMessage(message: unknown): message is ResultsPortMessage {
+  return typeof message === 'object' && message !== null && (message as Partial<ResultsPortMessage>)[RESULTS_PORT] === true;
+}
+
 function pathOf(url: string): string {
   try {
     return fileURLToPath(url);
@@ -94,14 +164,15 @@ function pathOf(url: string): string {
 async function importModule(url: string, exportName: string): Promise<Namespace> {
   const started = performance.now();
   try {
-    const namespace = (await import(url)) as Namespace;
+    // Checked again where it is imported: nothing but a file: module gets in.
+    const namespace = await importUserModule(moduleUrlOf(url, 'a pool thread'));
     modules.set(url, namespace);
     return namespace;
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
     // Only the module itself being absent is reworded; a missing import inside it keeps its own message.
     if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(pathOf(url))) {
-      const missing = new Error(`cannot run ${exportName} of ${url}: the module was not found`, { cause: error });
+      const missing = new Error(`cannot run ${shortName(exportName)} of ${url}: the module was not found`, { cause: error });
       (missing as Error & { code: string }).code = code;
       throw missing;
     }
@@ -113,11 +184,11 @@ async function importModule(url: string, exportName: string): Promise<Namespace>
 
 function exportOf(namespace: Namespace, url: string, exportName: string, key: string): JobFunction {
   if (!Object.hasOwn(namespace, exportName)) {
-    throw new TypeError(`cannot run ${exportName} of ${url}: the module has no export named '${exportName}'`);
+    throw new TypeError(`cannot run ${shortName(exportName)} of ${url}: the module has no export named ${quoteName(exportName)}`);
   }
   const fn = namespace[exportName];
   if (typeof fn !== 'function') {
-    throw new TypeError(`cannot run ${exportName} of ${url}: the export is not a function (it is ${typeName(fn)})`);
+    throw new TypeError(`cannot run ${shortName(exportName)} of ${url}: the export is not a function (it is ${typeName(fn)})`);
   }
   functions.set(key, fn as JobFunction);
   return fn as JobFunction;
@@ -152,8 +223,8 @@ let previous: Promise<unknown> = Promise.resolve();
 
 /**
  * Run a batch in this pool thread (the pool worker's task handler): each job not cancelled
- * meanwhile is run in order, awaited when it returns a thenable, and its result or encoded
- * error recorded. Moved buffers in results are transferred back.
+ * meanwhile is run in order, awaited when it returns a thenable, and its outcome sent at once
+ * (see the module's description). Moved buffers in results are transferred back.
  *
  * A thread holds up to two batches; the second starts once the first is done, so a thread runs
  * one job at a time, as a thread of ThreadPoolExecutor does, even while an async job awaits.
@@ -164,23 +235,20 @@ let previous: Promise<unknown> = Promise.resolve();
  * export default runBatch;
  * ```
  */
-export function runBatch(request: BatchRequest): Promise<unknown> {
+export function runBatch(request: BatchRequest): Promise<BatchResponse> {
   const run = previous.then(() => runJobs(request));
   previous = run.catch(() => undefined);
   return run;
 }
 
-async function runJobs(request: BatchRequest): Promise<unknown> {
-  const { fns, jobs, args, slots } = request;
-  const count = slots.length;
-  const values = new Array<unknown>(count);
-  const transfer: Transferable[] = [];
-  let failedAt: number[] | null = null;
-  let errors: EncodedError[] | null = null;
+async function runJobs(request: BatchRequest): Promise<BatchResponse> {
+  const { id, fns, jobs, args, slots, values } = request;
+  const count = values.length;
   let ran = 0;
   importMs = 0;
   const started = performance.now();
   const resolved = new Array<JobFunction | undefined>(fns.length >> 1);
+  Atomics.store(slots, count, threadId);
   let next = 0;
   for (let i = 0; i < count; i++) {
     const at = jobs[i * 2] as number;
@@ -191,6 +259,7 @@ async function runJobs(request: BatchRequest): Promise<unknown> {
     ran++;
     const url = fns[at * 2] as string;
     const exportName = fns[at * 2 + 1] as string;
+    let state: number;
     try {
       let fn = resolved[at];
       if (fn === undefined) {
@@ -204,22 +273,56 @@ async function runJobs(request: BatchRequest): Promise<unknown> {
       }
       let result = call(fn, args, first, argc);
       if (isThenable(result)) result = await result;
-      if (result !== null && typeof result !== 'number' && typeof result !== 'string' && typeof result !== 'boolean') {
-        const found = findUncloneable(result, 'result');
-        if (found !== null) {
-          throw new TypeError(`cannot send the result of ${exportName} of ${url} back from the pool thread: ${describeUncloneable(found)}`);
-        }
-        collectTransfers(result, transfer);
-      }
-      values[i] = result;
+      state = primitiveState(result);
+      if (state === DONE_NUMBER) values[i] = result as number;
+      else if (state === DONE_POSTED) sendValue(id, i, result, exportName, url);
     } catch (error) {
-      (failedAt ??= []).push(i);
-      (errors ??= []).push(encodeError(error));
+      sendError(id, i, error);
+      state = DONE_POSTED;
     }
-    Atomics.store(slots, i, DONE);
+    Atomics.store(slots, i, state);
   }
-  const response: BatchResponse = { values, failedAt, errors, ran, ms: performance.now() - started - importMs };
-  if (transfer.length === 0) return response;
-  // piscina transfers what a movable wrapper lists, and sends the value it wraps.
-  return piscinaMove({ [transferableSymbol]: transfer, [valueSymbol]: response } as never);
+  return { ran, ms: performance.now() - started - importMs };
+}
+
+/** The state that says how a job's `result` travels: in shared memory, or posted. */
+function primitiveState(result: unknown): number {
+  switch (typeof result) {
+    case 'number':
+      return DONE_NUMBER;
+    case 'undefined':
+      return DONE_UNDEFINED;
+    case 'boolean':
+      return result ? DONE_TRUE : DONE_FALSE;
+    case 'object':
+      return result === null ? DONE_NULL : DONE_POSTED;
+    default:
+      return DONE_POSTED;
+  }
+}
+
+function sendValue(batch: number, index: number, result: unknown, exportName: string, url: string): void {
+  const port = results as MessagePort;
+  if (typeof result === 'object' || typeof result === 'function' || typeof result === 'symbol') {
+    const found = findUncloneable(result, 'result');
+    if (found !== null) {
+      const error = new TypeError(`cannot send the result of ${shortName(exportName)} of ${url} back from the pool thread: ${describeUncloneable(found)}`);
+      sendError(batch, index, error);
+      return;
+    }
+  }
+  const transfer: Transferable[] = [];
+  collectTransfers(result, transfer);
+  const outcome: Outcome = [batch, index, result];
+  try {
+    port.postMessage(outcome, transfer);
+  } catch (error) {
+    const failure = new TypeError(`cannot send the result of ${shortName(exportName)} of ${url} back from the pool thread: ${(error as Error).message}`, { cause: error });
+    sendError(batch, index, failure);
+  }
+}
+
+function sendError(batch: number, index: number, error: unknown): void {
+  const outcome: Outcome = [batch, ~index, encodeError(error) satisfies EncodedError];
+  (results as MessagePort).postMessage(outcome);
 }

@@ -112,3 +112,50 @@ export function describeUncloneable(found: Uncloneable): string {
   const article = /^[aeiou]/i.test(found.type) ? 'an' : 'a';
   return `${found.path} is ${article} ${found.type}, which cannot be cloned`;
 }
+
+/**
+ * Whether `value` nests containers (arrays, objects, maps, sets) deeper than `limit` levels, the
+ * value itself being level 1. Every container is visited, without recursion, once each.
+ *
+ * @example
+ * ```ts
+ * nestedDeeperThan([[['deep']]], 2); // true
+ * ```
+ */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const pending: unknown[] = [value, 1];
+  const seen = new Set<object>();
+  while (pending.length > 0) {
+    const depth = pending.pop() as number;
+    const node = pending.pop() as object;
+    if (depth > limit) return true;
+    if (seen.has(node)) continue;
+    seen.add(node);
+    if (ArrayBuffer.isView(node) || node instanceof ArrayBuffer || node instanceof Date || node instanceof RegExp) continue;
+    const below = depth + 1;
+    try {
+      if (Array.isArray(node)) {
+        for (let i = 0; i < node.length; i++) {
+          const item: unknown = node[i];
+          if (typeof item === 'object' && item !== null) pending.push(item, below);
+        }
+      } else if (node instanceof Map) {
+        for (const [key, item] of node) {
+          if (typeof key === 'object' && key !== null) pending.push(key, below);
+          if (typeof item === 'object' && item !== null) pending.push(item, below);
+        }
+      } else if (node instanceof Set) {
+        for (const item of node) if (typeof item === 'object' && item !== null) pending.push(item, below);
+      } else {
+        for (const key of Object.keys(node)) {
+          const item = (node as Record<string, unknown>)[key];
+          if (typeof item === 'object' && item !== null) pending.push(item, below);
+        }
+      }
+    } catch {
+      // An unreadable property: cloning will say so.
+    }
+  }
+  return false;
+}
