@@ -619,7 +619,6 @@ class PoolEngine {
         continue;
       }
       const state = failure === null ? Atomics.load(slots, i) : Atomics.compareExchange(slots, i, QUEUED, CANCELLED);
-      const what = describeWorkerFn(job.fn);
       switch (state) {
         case DONE_NUMBER:
           this.#completeJob(job, values[i]);
@@ -639,11 +638,15 @@ class PoolEngine {
         case DONE_POSTED: {
           // Posted, and its message drained: it is the one that could not be read here.
           const reason = unreadable === null ? 'its message was lost' : `${unreadable.name}: ${unreadable.message}`;
+          const what = describeWorkerFn(job.fn);
           this.#failJob(job, new RangeError(`the outcome of ${what} could not be read in this thread (${reason})`, { cause: unreadable ?? undefined }));
           break;
         }
         case RUNNING:
-          if (failure !== null) this.#failJob(job, new RuntimeError(`the pool thread running ${what} ${failure.cause}`, { cause: failure.error }));
+          if (failure !== null) {
+            const what = describeWorkerFn(job.fn);
+            this.#failJob(job, new RuntimeError(`the pool thread running ${what} ${failure.cause}`, { cause: failure.error }));
+          }
           break;
         case QUEUED:
           if (failure !== null) this.#requeue(job, failure, retry);
