@@ -44,6 +44,7 @@ import {
   type ResultsPortMessage,
 } from './internal/pool-job.js';
 import { describeUncloneable, findUncloneable, nestedDeeperThan } from './internal/uncloneable.js';
+import { fromWire, toWire } from './internal/wire.js';
 import { logger } from './log.js';
 import { collectTransfers } from './transfer.js';
 import { checkWorkerFn, describeWorkerFn, type WorkerFn } from './worker-fn.js';
@@ -352,6 +353,12 @@ class PoolEngine {
               'more than a pool thread can be sure to read with its stack (resourceLimits.stackSizeMb)',
           ),
         );
+        return job;
+      }
+      try {
+        args[i] = toWire(arg, `args[${i}]`);
+      } catch (error) {
+        job._setException(new TypeError(`cannot send ${describeWorkerFn(fn)} to a pool thread: ${(error as Error).message}`, { cause: error }));
         return job;
       }
     }
@@ -720,8 +727,18 @@ class PoolEngine {
       const batch = this.#byId.get(batchId);
       const job = batch?.jobs[at < 0 ? ~at : at];
       if (job === undefined || job.batch !== batch || job.done()) continue;
-      if (at < 0) this.#failJob(job, decodeError(payload as EncodedError) as Error);
-      else this.#completeJob(job, payload);
+      if (at < 0) {
+        this.#failJob(job, decodeError(payload as EncodedError) as Error);
+        continue;
+      }
+      let value: unknown;
+      try {
+        value = fromWire(payload);
+      } catch (error) {
+        this.#failJob(job, error as Error);
+        continue;
+      }
+      this.#completeJob(job, value);
     }
   }
 

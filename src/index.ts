@@ -73,7 +73,7 @@ export {
 } from './executor.js';
 export { toThread } from './threads.js';
 export { ConcurrentFuture, runCoroutineThreadsafe, wrapFuture } from './concurrent.js';
-export { move } from './transfer.js';
+export { move, registerClass, type RegisterClassOptions } from './transfer.js';
 export { workerFn, type WorkerFn } from './worker-fn.js';
 export {
   LoopThread,

@@ -1,11 +1,14 @@
 /**
- * Moving buffers across threads: `move()` marks an ArrayBuffer so that it is transferred
- * (its memory handed over, the original detached) instead of copied when it crosses a thread
- * as an argument or a result; a MessagePort, which cannot be copied, crosses the same way.
- * Python has no counterpart: its threads share one heap.
+ * What crosses a thread, and how. `move()` marks an ArrayBuffer so that it is transferred (its
+ * memory handed over, the original detached) instead of copied when it crosses a thread as an
+ * argument or a result; a MessagePort, which cannot be copied, crosses the same way.
+ * `registerClass()` lets instances of a class cross as themselves. Python has no counterpart:
+ * its threads share one heap.
  */
 import { MessagePort, type Transferable } from 'node:worker_threads';
-import { typeName } from './internal/format.js';
+import { addClass } from './internal/classes.js';
+import { repr, typeName } from './internal/format.js';
+import { isNative } from './internal/wire.js';
 
 /** Buffers and ports marked by `move()` and not yet collected for a transfer. */
 const marked = new WeakSet<ArrayBuffer | MessagePort>();
@@ -100,4 +103,96 @@ function take(buffer: ArrayBuffer | MessagePort, out: Transferable[]): void {
   if (!marked.delete(buffer)) return;
   liveMarks--;
   out.push(buffer);
+}
+
+/**
+ * How instances of a class registered with `registerClass()` cross threads.
+ *
+ * @example
+ * ```ts
+ * const options: RegisterClassOptions<Money> = {
+ *   serialize: (money) => [money.cents, money.currency],
+ *   deserialize: ([cents, currency]) => new Money(cents, currency),
+ * };
+ * ```
+ */
+export interface RegisterClassOptions<T> {
+  /** The name it crosses under, the same in every thread (default: the class's own name). */
+  name?: string;
+  /**
+   * Make structured-cloneable data of an instance (default: its own enumerable properties).
+   * A class that keeps state in `#private` fields needs it: they cannot be seen from outside.
+   */
+  serialize?: (instance: T) => unknown;
+  /** Make an instance of that data (default: an object of the class's prototype with those properties; no constructor runs). */
+  deserialize?: (data: never) => T;
+}
+
+/**
+ * Let instances of `cls` cross threads as themselves: arguments and results of `lt.call`,
+ * `callSoonThreadsafe`, `runInExecutor` and `toThread`, wherever they sit inside a value, and
+ * errors of the class thrown in another thread. Register the class in every thread that sends
+ * or receives it, under the same name: calling `registerClass` in the module that defines the
+ * class, which both threads import, does that. Structured clone alone would deliver an instance
+ * as a plain object; an instance of a class with methods that is not registered is refused
+ * with a TypeError naming the class, rather than arriving without its methods.
+ *
+ * By default an instance crosses as its own enumerable properties and is rebuilt on the class's
+ * prototype without calling the constructor (shared references and cycles are kept); give
+ * `serialize` and `deserialize` for a class whose state is not in such properties (`#private`
+ * fields). An error class crosses as errors do (message, stack, cause, own properties).
+ *
+ * @example
+ * ```ts
+ * // geometry.ts, imported by the main module and by the jobs' module
+ * export class Point {
+ *   constructor(public x: number, public y: number) {}
+ *   norm(): number { return Math.hypot(this.x, this.y); }
+ * }
+ * registerClass(Point);
+ * export class QuotaError extends Error {}
+ * registerClass(QuotaError);
+ *
+ * // main.ts
+ * const p = yield* toThread(workerFn<[Point], Point>(jobsUrl, 'mirror'), new Point(3, 4));
+ * p.norm(); // 5: p is a Point
+ * ```
+ */
+export function registerClass<T extends object>(cls: abstract new (...args: never[]) => T, options: RegisterClassOptions<T> = {}): void {
+  if (typeof cls !== 'function' || typeof cls.prototype !== 'object' || cls.prototype === null) {
+    throw new TypeError(`registerClass() needs a class, got ${repr(cls)}`);
+  }
+  if (isNative(cls)) {
+    throw new TypeError(`registerClass() takes classes of the application: ${cls.name} is built in, and crosses as structured clone allows`);
+  }
+  if (options === null || typeof options !== 'object') throw new TypeError(`registerClass() options must be an object, got ${repr(options)}`);
+  const name = options.name ?? cls.name;
+  if (typeof name !== 'string' || name === '') {
+    throw new TypeError(`registerClass() needs a name for the class: it has none (give options.name), got ${repr(name)}`);
+  }
+  const { serialize, deserialize } = options;
+  if (serialize !== undefined && typeof serialize !== 'function') throw new TypeError(`registerClass() options.serialize must be a function, got ${repr(serialize)}`);
+  if (deserialize !== undefined && typeof deserialize !== 'function') throw new TypeError(`registerClass() options.deserialize must be a function, got ${repr(deserialize)}`);
+  const isError = cls.prototype instanceof Error;
+  if (isError && (serialize !== undefined || deserialize !== undefined)) {
+    throw new TypeError(`registerClass() ${name} is an error class: it crosses as errors do, without serialize or deserialize`);
+  }
+  const prototype = cls.prototype as object;
+  addClass({
+    cls,
+    name,
+    isError,
+    custom: serialize !== undefined || deserialize !== undefined,
+    serialize: (serialize as ((instance: object) => unknown) | undefined) ?? ownProperties,
+    deserialize:
+      (deserialize as ((data: unknown) => object) | undefined) ??
+      ((data) => Object.assign(Object.create(prototype) as object, data as object)),
+  });
+}
+
+/** An instance's own enumerable properties, as a plain object. */
+function ownProperties(instance: object): Record<string, unknown> {
+  const data: Record<string, unknown> = {};
+  for (const key of Object.keys(instance)) data[key] = (instance as Record<string, unknown>)[key];
+  return data;
 }

@@ -187,7 +187,7 @@ describe('move()', () => {
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     release(flags);
-    await Promise.all([...futures, holder].map(settled));
+    await Promise.all([...futures, holder].map((future) => settled(future as ConcurrentFuture<unknown>)));
     for (let i = 0; i < futures.length; i++) {
       const expected = i % 2 === 0 ? { sum: 256 * (i % 7), byteLength: 256 } : i;
       expect(futures[i]!.result()).toEqual(expected);

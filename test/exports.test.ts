@@ -64,6 +64,7 @@ const EXPECTED_EXPORTS = [
   'move',
   'newEventLoop',
   'parentLoop',
+  'registerClass',
   'run',
   'runCoroutineThreadsafe',
   'setEventLoop',

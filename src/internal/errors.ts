@@ -5,11 +5,14 @@
  * error is first encoded into a tree of plain objects: the class to rebuild (the nearest one
  * in its prototype chain that this module knows, by name), `name`, `message`, `stack`, `cause`,
  * the `errors` of an AggregateError, and the own enumerable properties that can be cloned.
- * The receiving thread has its own copy of the library, so classes are matched by name.
+ * The receiving thread has its own copy of the library, so classes are matched by name: the
+ * library's, the built-ins, and the classes registered with `registerClass()` in both threads
+ * (a receiver that does not know a registered class gets the nearest class it knows).
  */
 import { isNativeError } from 'node:util/types';
 import * as exceptions from '../exceptions.js';
 import { ExceptionGroup, IncompleteReadError, LimitOverrunError, SystemExit } from '../exceptions.js';
+import { classNamed, classOf } from './classes.js';
 import { typeName } from './format.js';
 
 /** Nested errors (causes, group members, error-valued properties) deeper than this cross shallow. */
@@ -23,6 +26,8 @@ export interface EncodedErrorObject {
   readonly kind: 'error';
   /** The registry name of the class to rebuild: the nearest known class in the prototype chain. */
   readonly base: string;
+  /** When `base` is a class registered with registerClass(): the nearest library or built-in class, for a thread that does not know it. */
+  readonly fallback?: string;
   readonly name: string;
   readonly message: string;
   /** The original stack, or null when the error had no string stack. */
@@ -154,6 +159,11 @@ class Encoder {
       message: String(read(value, 'message') ?? ''),
       stack: typeof stack === 'string' ? stack : null,
     };
+    const registered = classOf(value, Error.prototype);
+    if (registered !== undefined) {
+      encoded.fallback = base;
+      encoded.base = registered.name;
+    }
     const nested = depth < MAX_ERROR_DEPTH;
     if (nested && Object.hasOwn(value, 'cause')) encoded.cause = this.encode(read(value, 'cause'), depth + 1);
     const members = read(value, 'errors');
@@ -205,7 +215,7 @@ class Decoder {
 
   #decodeError(encoded: EncodedErrorObject): Error {
     const props = encoded.props ?? {};
-    const error = build(encoded.base, encoded.message, props);
+    const error = build(encoded.base, encoded.fallback, encoded.message, props);
     // Registered before its parts, so a circular ref inside them finds it.
     this.#made.push(error);
 
@@ -244,11 +254,20 @@ function knownBase(error: Error): string {
   return 'Error';
 }
 
-function build(base: string, message: string, props: Record<string, unknown>): Error {
-  const cls = CLASSES_BY_NAME.get(base) ?? Error;
+function build(base: string, fallback: string | undefined, message: string, props: Record<string, unknown>): Error {
   // The stack is replaced by the original one: skip capturing a local one.
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
+  const registered = fallback === undefined ? undefined : classNamed(base);
+  if (registered !== undefined) {
+    try {
+      // No user constructor runs: the own properties that crossed are set afterwards.
+      return Reflect.construct(Error, [message], registered.cls) as Error;
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+  }
+  const cls = CLASSES_BY_NAME.get(fallback ?? base) ?? Error;
   try {
     const builder = BUILDERS.get(cls);
     if (builder !== undefined) return builder(message, props);

@@ -30,6 +30,7 @@ import { decodeError, encodeError, type EncodedError } from './errors.js';
 import { typeName } from './format.js';
 import { quoteName } from './module-ref.js';
 import { findUncloneable } from './uncloneable.js';
+import { fromWire, toWire } from './wire.js';
 import {
   ARGS_ARRAY,
   ARGS_NONE,
@@ -215,6 +216,12 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       future._setExceptionUnchecked(death());
       return future;
     }
+    try {
+      this.#encodeArgs('call', name, args);
+    } catch (error) {
+      future._setExceptionUnchecked(error);
+      return future;
+    }
     const id = ++this.#nextId;
     future._link = this;
     future._id = id;
@@ -232,6 +239,12 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     const death = this.#death;
     if (death !== null) {
       settle(future as ConcurrentFuture<unknown>, OP_ERROR, death());
+      return future;
+    }
+    try {
+      this.#encodeArgs('call', name, args);
+    } catch (error) {
+      settle(future as ConcurrentFuture<unknown>, OP_ERROR, error);
       return future;
     }
     // The bell goes first: the peer must know it before the call runs (the call may end the thread).
@@ -289,7 +302,34 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   notify(name: string, args: unknown[]): void {
     const death = this.#death;
     if (death !== null) throw death();
+    this.#encodeArgs('callSoonThreadsafe', name, args);
     this.#pushCall(OP_NOTIFY, 0, name, args);
+  }
+
+  /** Prepare the arguments of a call to cross (see wire.ts); a TypeError naming the call when one cannot. */
+  #encodeArgs(what: string, name: string, args: unknown[]): void {
+    for (let i = 0; i < args.length; i++) {
+      const arg = args[i];
+      if (typeof arg !== 'object' || arg === null) continue;
+      try {
+        args[i] = toWire(arg, `argument ${i + 1}`);
+      } catch (error) {
+        throw new TypeError(`cannot send ${what} ${quoteName(name)} to ${this.#peer}: ${(error as Error).message}`, { cause: error });
+      }
+    }
+  }
+
+  /** Send back the result of call `id`, or the error of a result that cannot cross. */
+  #reply(id: number, nameId: number, value: unknown): void {
+    let sent: unknown;
+    try {
+      sent = toWire(value, 'the result');
+    } catch (error) {
+      const failure = new TypeError(`cannot send the result of ${this.#nameHere(nameId)} to ${this.#peer}: ${(error as Error).message}`, { cause: error });
+      this.#push(OP_ERROR, id, encodeError(failure), nameId);
+      return;
+    }
+    this.#push(OP_RESULT, id, sent, nameId);
   }
 
   /** Whether the link is dead (its peer is gone or it was closed). */
@@ -661,9 +701,18 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
         case OP_NAME:
           this.#names[id] = a as string;
           break;
-        case OP_RESULT:
-          settle(this.#take(id), OP_RESULT, a);
+        case OP_RESULT: {
+          const future = this.#take(id);
+          let value: unknown;
+          try {
+            value = fromWire(a);
+          } catch (error) {
+            settle(future, OP_ERROR, error);
+            break;
+          }
+          settle(future, OP_RESULT, value);
           break;
+        }
         case OP_ERROR:
           settle(this.#take(id), OP_ERROR, decodeError(a as EncodedError));
           break;
@@ -721,6 +770,10 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
         fn = this.#target.lookup(name);
         this.#functions[nameId] = fn;
       }
+      for (let i = 0; i < args.length; i++) {
+        const arg = args[i];
+        if (typeof arg === 'object' && arg !== null) args[i] = fromWire(arg);
+      }
       result = fn(...args);
     } catch (error) {
       if (id === 0) throw error;
@@ -732,7 +785,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       result instanceof Future ||
       (result !== null && typeof result === 'object' && typeof (result as PromiseLike<unknown>).then === 'function');
     if (!awaitable) {
-      if (id !== 0) this.#push(OP_RESULT, id, result, nameId);
+      if (id !== 0) this.#reply(id, nameId, result);
       return;
     }
     const future = ensureFuture(result as Future<unknown>, { loop: this.loop });
@@ -753,7 +806,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       this.#running.delete(id);
       if (done._state === CANCELLED) this.#push(OP_CANCELLED, id, done._makeCancelledError().message, 0);
       else if (done._state === FAILED) this.#push(OP_ERROR, id, encodeError(done.exception()), nameId);
-      else this.#push(OP_RESULT, id, done.result(), nameId);
+      else this.#reply(id, nameId, done.result());
     });
   }
 }

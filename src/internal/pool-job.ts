@@ -26,6 +26,7 @@ import { typeName } from './format.js';
 import { moduleUrlOf, quoteName, shortName } from './module-ref.js';
 import { importUserModule } from './ts-loader.js';
 import { describeUncloneable, findUncloneable } from './uncloneable.js';
+import { fromWire, toWire } from './wire.js';
 
 /** The job waits: the thread has not reached it. */
 export const QUEUED = 0;
@@ -271,6 +272,11 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
         }
         resolved[at] = fn;
       }
+      // After the import: the job's module registers the classes its arguments may hold.
+      for (let k = first; k < first + argc; k++) {
+        const arg = args[k];
+        if (typeof arg === 'object' && arg !== null) args[k] = fromWire(arg);
+      }
       let result = call(fn, args, first, argc);
       if (isThenable(result)) result = await result;
       state = primitiveState(result);
@@ -311,9 +317,16 @@ function sendValue(batch: number, index: number, result: unknown, exportName: st
       return;
     }
   }
+  let sent: unknown;
+  try {
+    sent = toWire(result, 'the result');
+  } catch (error) {
+    sendError(batch, index, new TypeError(`cannot send the result of ${shortName(exportName)} of ${url} back from the pool thread: ${(error as Error).message}`, { cause: error }));
+    return;
+  }
   const transfer: Transferable[] = [];
   collectTransfers(result, transfer);
-  const outcome: Outcome = [batch, index, result];
+  const outcome: Outcome = [batch, index, sent];
   try {
     port.postMessage(outcome, transfer);
   } catch (error) {

@@ -1,0 +1,274 @@
+/**
+ * Values crossing a thread as arguments and results, beyond what structured clone keeps.
+ *
+ * Structured clone copies an object of a class as a plain object (its methods and prototype
+ * stay behind) and an error inside a value without its class and own properties. So a value
+ * that holds instances of classes registered with `registerClass()`, or errors, is encoded
+ * first: a copy in which each of them is a tagged record, wrapped in an envelope the receiving
+ * side recognises and decodes, rebuilding them (shared references and cycles kept). A value
+ * that holds neither crosses as it is, without a copy. An instance of a class that was not
+ * registered and has methods would arrive crippled, far from here: it is refused with a
+ * TypeError that names the class.
+ */
+import { classNamed, classOf, anyClassRegistered, type ClassEntry } from './classes.js';
+import { decodeError, encodeError, type EncodedError } from './errors.js';
+import { isNativeError } from 'node:util/types';
+
+/** The key of the records the encoding makes; no application data uses it. */
+export const WIRE = '\u0000multiloop';
+
+/** How the values of a prototype cross: as structured clone copies them, or not at all. */
+const enum Kind {
+  /** A built-in type: structured clone decides. */
+  Native,
+  /** A class of the application whose prototypes hold methods: refused unless registered. */
+  Methods,
+  /** A class of the application with fields only: copied as a plain object, as structured clone does. */
+  Fields,
+}
+
+const kinds = new WeakMap<object, Kind>();
+
+/**
+ * Prepare `value` to cross a thread: itself, or an envelope for `fromWire`. `what` names it in
+ * errors (`'argument 2'`, `'the result'`). Throws a TypeError for an instance of a class that
+ * has methods and was not registered.
+ *
+ * @example
+ * ```ts
+ * port.postMessage(toWire(result, 'the result'));
+ * ```
+ */
+export function toWire(value: unknown, what: string): unknown {
+  if (typeof value !== 'object' || value === null || !needsEncoding(value, what)) return value;
+  return { [WIRE]: 'value', value: new Encoder(what).copy(value) };
+}
+
+/**
+ * The value `toWire` prepared, rebuilt in this thread; anything else as it is. Throws a
+ * TypeError when it holds an instance of a class this thread did not register.
+ *
+ * @example
+ * ```ts
+ * const args = received.map(fromWire);
+ * ```
+ */
+export function fromWire(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const envelope = value as Record<string, unknown>;
+  if (envelope[WIRE] !== 'value') return value;
+  return new Decoder().decode(envelope.value);
+}
+
+/** Whether `root` holds errors or registered instances; throws for an unregistered class with methods. */
+function needsEncoding(root: object, what: string): boolean {
+  const pending: object[] = [root];
+  const seen = new Set<object>();
+  let found = false;
+  while (pending.length > 0) {
+    const node = pending.pop() as object;
+    if (seen.has(node)) continue;
+    seen.add(node);
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) push(pending, node[i]);
+      continue;
+    }
+    const proto = Object.getPrototypeOf(node) as object | null;
+    if (proto === Object.prototype || proto === null) {
+      pushValues(pending, node);
+    } else if (node instanceof Map) {
+      for (const [key, item] of node) {
+        push(pending, key);
+        push(pending, item);
+      }
+    } else if (node instanceof Set) {
+      for (const item of node) push(pending, item);
+    } else if (isNativeError(node) || node instanceof Error) {
+      found = true;
+    } else if (anyClassRegistered() && classOf(node) !== undefined) {
+      found = true;
+    } else {
+      switch (kindOf(proto)) {
+        case Kind.Methods:
+          throw unregistered(proto, what);
+        case Kind.Fields:
+          pushValues(pending, node);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return found;
+}
+
+/** The error for an instance of a class with methods that nobody registered. */
+function unregistered(proto: object, what: string): TypeError {
+  const name = (proto.constructor as { name?: string } | undefined)?.name || 'anonymous';
+  return new TypeError(
+    `${what} holds an instance of class ${name}, which would arrive as a plain object without its methods: ` +
+      `call registerClass(${name}) in a module that both threads import`,
+  );
+}
+
+function push(pending: object[], value: unknown): void {
+  if (typeof value === 'object' && value !== null) pending.push(value);
+}
+
+function pushValues(pending: object[], node: object): void {
+  for (const key of Object.keys(node)) push(pending, (node as Record<string, unknown>)[key]);
+}
+
+/** How instances with this prototype cross (cached per prototype: it never changes). */
+function kindOf(proto: object): Kind {
+  const known = kinds.get(proto);
+  if (known !== undefined) return known;
+  let kind = Kind.Fields;
+  for (let p: object | null = proto; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+    const ctor = Object.getOwnPropertyDescriptor(p, 'constructor')?.value as unknown;
+    if (typeof ctor === 'function' && isNative(ctor)) {
+      // A built-in, or a class of the application extending one with nothing of its own.
+      kind = kind === Kind.Methods ? Kind.Methods : Kind.Native;
+      break;
+    }
+    for (const key of Reflect.ownKeys(p)) {
+      if (key === 'constructor') continue;
+      const descriptor = Object.getOwnPropertyDescriptor(p, key);
+      if (descriptor !== undefined && (typeof descriptor.value === 'function' || descriptor.get !== undefined || descriptor.set !== undefined)) {
+        kind = Kind.Methods;
+      }
+    }
+  }
+  kinds.set(proto, kind);
+  return kind;
+}
+
+/** Whether `fn` is built into the engine or Node. */
+export function isNative(fn: unknown): boolean {
+  return typeof fn === 'function' && /\{\s*\[native code\]\s*\}$/.test(Function.prototype.toString.call(fn));
+}
+
+/** Copies a value, each error and registered instance made a tagged record. */
+class Encoder {
+  readonly #made = new Map<object, unknown>();
+  readonly #what: string;
+
+  constructor(what: string) {
+    this.#what = what;
+  }
+
+  copy(value: unknown): unknown {
+    if (typeof value !== 'object' || value === null) return value;
+    const made = this.#made.get(value);
+    if (made !== undefined) return made;
+    if (Array.isArray(value)) {
+      const out = new Array<unknown>(value.length);
+      this.#made.set(value, out);
+      for (let i = 0; i < value.length; i++) if (i in value) out[i] = this.copy(value[i]);
+      return out;
+    }
+    if (value instanceof Map) {
+      const out = new Map<unknown, unknown>();
+      this.#made.set(value, out);
+      for (const [key, item] of value) out.set(this.copy(key), this.copy(item));
+      return out;
+    }
+    if (value instanceof Set) {
+      const out = new Set<unknown>();
+      this.#made.set(value, out);
+      for (const item of value) out.add(this.copy(item));
+      return out;
+    }
+    if (isNativeError(value) || value instanceof Error) {
+      const record = { [WIRE]: 'error', error: encodeError(value) };
+      this.#made.set(value, record);
+      return record;
+    }
+    const proto = Object.getPrototypeOf(value) as object | null;
+    const entry = proto === Object.prototype || proto === null ? undefined : classOf(value);
+    if (entry !== undefined) {
+      const record: { [WIRE]: string; name: string; data?: unknown } = { [WIRE]: 'class', name: entry.name };
+      this.#made.set(value, record);
+      record.data = this.copy(entry.serialize(value));
+      return record;
+    }
+    if (proto !== Object.prototype && proto !== null) {
+      const kind = kindOf(proto);
+      if (kind === Kind.Native) return value;
+      if (kind === Kind.Methods) throw unregistered(proto, this.#what);
+    }
+    // A plain object, or a class with fields only (structured clone would copy its own properties).
+    const out: Record<string, unknown> = proto === null ? (Object.create(null) as Record<string, unknown>) : {};
+    this.#made.set(value, out);
+    for (const key of Object.keys(value)) {
+      Object.defineProperty(out, key, { value: this.copy((value as Record<string, unknown>)[key]), enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  }
+}
+
+/** Rebuilds what the Encoder made, in place (the copy that arrived is this thread's own). */
+class Decoder {
+  readonly #made = new Map<object, unknown>();
+
+  decode(value: unknown): unknown {
+    if (typeof value !== 'object' || value === null) return value;
+    if (this.#made.has(value)) return this.#made.get(value);
+    if (Array.isArray(value)) {
+      this.#made.set(value, value);
+      for (let i = 0; i < value.length; i++) if (i in value) value[i] = this.decode(value[i]);
+      return value;
+    }
+    if (value instanceof Map) {
+      const out = new Map<unknown, unknown>();
+      this.#made.set(value, out);
+      for (const [key, item] of value) out.set(this.decode(key), this.decode(item));
+      return out;
+    }
+    if (value instanceof Set) {
+      const out = new Set<unknown>();
+      this.#made.set(value, out);
+      for (const item of value) out.add(this.decode(item));
+      return out;
+    }
+    const proto = Object.getPrototypeOf(value) as object | null;
+    if (proto !== Object.prototype && proto !== null) return value;
+    const record = value as Record<string, unknown>;
+    switch (record[WIRE]) {
+      case 'error': {
+        const error = decodeError(record.error as EncodedError);
+        this.#made.set(value, error);
+        return error;
+      }
+      case 'class':
+        return this.#instance(record);
+      default:
+        break;
+    }
+    this.#made.set(value, value);
+    for (const key of Object.keys(record)) record[key] = this.decode(record[key]);
+    return value;
+  }
+
+  #instance(record: Record<string, unknown>): object {
+    const name = record.name as string;
+    const entry: ClassEntry | undefined = classNamed(name);
+    if (entry === undefined) {
+      throw new TypeError(
+        `an instance of class '${name}' arrived, but no class is registered as '${name}' in this thread: ` +
+          'call registerClass() for it in a module this thread imports',
+      );
+    }
+    if (entry.custom) {
+      const instance = entry.deserialize(this.decode(record.data));
+      this.#made.set(record, instance);
+      return instance;
+    }
+    // Made before its fields, so that a field pointing back at it finds it.
+    const instance = Object.create(entry.cls.prototype as object) as Record<string, unknown>;
+    this.#made.set(record, instance);
+    const data = this.decode(record.data) as Record<string, unknown>;
+    for (const key of Object.keys(data)) instance[key] = data[key];
+    return instance;
+  }
+}
