@@ -185,6 +185,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   /** Messages that arrived since the first one that could not be read, in order; empty when none is missing. */
   #held: Held[] = [];
   #missing = 0;
+  /** Whether the inbox port closed: reading a closed port crashes Node 20. */
+  #inClosed = false;
 
   constructor(loop: EventLoop, ports: LinkPorts, target: CallTarget, peer: string, options: LinkOptions = {}) {
     this.loop = loop;
@@ -199,7 +201,11 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     this.#in.on('message', (message: unknown[]) => this.#arrive(message, false));
     this.#in.on('messageerror', (error: unknown) => this.#unreadable(error));
     if (options.ownedByThread !== true) {
-      this.#in.on('close', () => this._fail(() => new RuntimeError(`${this.#peer} is gone: its end of the link closed`)));
+      // After every message that came before it: nothing is left to take (and a closed port cannot be read).
+      this.#in.on('close', () => {
+        this.#inClosed = true;
+        this._fail(() => new RuntimeError(`${this.#peer} is gone: its end of the link closed`), false);
+      });
     }
     // The running loop keeps the thread alive; an idle inbox must not.
     this.#in.unref();
@@ -276,6 +282,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   #block(future: ConcurrentFuture<unknown>, bell: Int32Array, timeout: number | null): void {
     const deadline = timeout === null ? Infinity : performance.now() + Math.max(0, timeout) * 1000;
     for (;;) {
+      if (this.#inClosed) return;
       // What was queued (the call, a note that a message could not be read) must leave before this thread waits.
       this._flush();
       const rung = Atomics.load(bell, 0);
@@ -343,11 +350,18 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   }
 
   /**
-   * Fail every pending call with `makeError()` and refuse new ones; calls the peer made here
-   * are cancelled, since their results have nowhere to go.
+   * The peer is gone (or, `peerGone` false, this side closes): fail every pending call with
+   * `makeError()` and refuse new ones; calls the peer made here are cancelled, since their
+   * results have nowhere to go. What the peer sent before it went is taken first: its replies
+   * settle their calls, its callSoonThreadsafe calls still run (not its calls: their caller is gone).
    */
-  _fail(makeError: () => Error): void {
+  _fail(makeError: () => Error, peerGone = true): void {
     if (this.#death !== null) return;
+    if (peerGone && !this.#inClosed) {
+      this.#takeWhatIsLeft();
+      // What was left may have been the peer's own word of its death, which failed the link already.
+      if (this.#death !== null) return;
+    }
     this.#death = makeError;
     liveLinks.delete(this);
     this.loop._removeCallsInFlight(this);
@@ -374,12 +388,38 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     return cancelled;
   }
 
+  /**
+   * The peer is gone: take the messages still in the inbox, in order (the worker's events may
+   * come before them), and those held behind a message that will never be sent again.
+   */
+  #takeWhatIsLeft(): void {
+    for (;;) {
+      let message: { message: unknown } | undefined;
+      try {
+        message = receiveMessageOnPort(this.#in);
+      } catch {
+        // Never sent again: the calls it carried fail with the peer's death.
+        this.#held.push({ seq: ++this.#arrived, records: [], replayed: NO_ARGS });
+        this.#missing++;
+        continue;
+      }
+      if (message === undefined) break;
+      this.#arrive(message.message as unknown[], true);
+    }
+    for (const held of this.#held.splice(0)) {
+      const records = held.records ?? held.replayed;
+      if (records.length > 0) this.#accept(records, true);
+    }
+    this.#missing = 0;
+  }
+
   /** Close both ports, as the loop closes: calls in flight are cancelled, those of ConcurrentFutures fail. */
   close(): void {
     if (this.#death === null) this._cancelCallsInFlight(CLOSING);
     // The cancellations must leave before the ports close.
     this._flush();
-    this._fail(() => new RuntimeError(`the link to ${this.#peer} was closed`));
+    this._fail(() => new RuntimeError(`the link to ${this.#peer} was closed`), false);
+    this.#inClosed = true;
     this.#in.close();
     this.#out.close();
   }
@@ -411,6 +451,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   }
 
   #push(op: number, id: number, a: unknown, b: unknown): void {
+    if (this.#death !== null) return;
     const outbox = this.#outbox;
     const at = this.#count;
     outbox[at] = op;
@@ -442,6 +483,11 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     this.#flushScheduled = false;
     const count = this.#count;
     if (count === 0) return;
+    if (this.#death !== null) {
+      this.#count = 0;
+      this.#outbox.fill(0, 0, count);
+      return;
+    }
     this.#count = 0;
     const outbox = this.#outbox;
     // Kept until the peer read it only when it may be unreadable there (it holds objects): a copy.
@@ -686,7 +732,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       const id = batch[i + 1] as number;
       const a = batch[i + 2];
       if (op === OP_CALL || op === OP_NOTIFY) {
-        if (calls) this.#call(first, op === OP_CALL ? id : 0, a as number, batch[i + 3]);
+        // Once the peer is gone, nobody waits for a call's reply: only callSoonThreadsafe still runs.
+        if (calls && (op === OP_NOTIFY || this.#death === null)) this.#call(first, op === OP_CALL ? id : 0, a as number, batch[i + 3]);
         continue;
       }
       if (op === OP_CANCEL) {
