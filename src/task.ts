@@ -16,6 +16,7 @@ import { CancelledError, InvalidStateError, RuntimeError, _isEscaping } from './
 import { CANCELLED, FAILED, Future, PENDING, type LoopOption } from './futures.js';
 import type { Runnable } from './handles.js';
 import { repr } from './internal/format.js';
+import { generatorName } from './internal/generators.js';
 import { getEventLoop, getRunningLoop } from './events.js';
 import type { EventLoop, TaskOptions } from './base-events.js';
 
@@ -161,9 +162,15 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
   override toString(): string {
     const info = this._reprInfo();
     if (this._state === PENDING && this._numCancelsRequested > 0) info[0] = 'cancelling';
-    info.splice(1, 0, `name=${repr(this.getName())}`, 'coro=<generator>');
+    info.splice(1, 0, `name=${repr(this.getName())}`, `coro=<${this._coroName()}>`);
     if (this._futWaiter !== null) info.splice(3, 0, `wait_for=${this._futWaiter}`);
     return `<${this.constructor.name} ${info.join(' ')}>`;
+  }
+
+  /** @internal The coroutine as reprs show it: `fetchUser()`, or `generator` when its function cannot be known. */
+  _coroName(): string {
+    const coro = this._coro as unknown;
+    return (typeof coro === 'object' && coro !== null ? generatorName(coro) : null) ?? 'generator';
   }
 
   /** @internal */
@@ -290,7 +297,7 @@ function runStep(task: Task<unknown>, error: unknown): void {
       yielded._asyncioFutureBlocking = false;
       scheduleStep(task, new RuntimeError(`Task ${task} got Future ${yielded} attached to a different loop`));
     } else if (!yielded._asyncioFutureBlocking) {
-      scheduleStep(task, new RuntimeError(`yield was used instead of yield from in task ${task} with ${yielded}`));
+      scheduleStep(task, new RuntimeError(`yield was used instead of yield* in task ${task}: use yield* (not yield) to await ${yielded}`));
     } else if (yielded === task) {
       yielded._asyncioFutureBlocking = false;
       scheduleStep(task, new RuntimeError(`Task cannot await on itself: ${task}`));
@@ -301,7 +308,8 @@ function runStep(task: Task<unknown>, error: unknown): void {
       if (task._mustCancel && yielded.cancel(task._cancelMessage ?? undefined)) task._mustCancel = false;
     }
   } else if (_isGenerator(yielded)) {
-    scheduleStep(task, new RuntimeError(`yield was used instead of yield from for generator in task ${task} with ${repr(yielded)}`));
+    const what = generatorName(yielded as object) ?? 'a coroutine';
+    scheduleStep(task, new RuntimeError(`yield was used instead of yield* for a generator in task ${task}: use yield* (not yield) to await ${what}`));
   } else {
     scheduleStep(task, new RuntimeError(`Task got bad yield: ${repr(yielded)}`));
   }

@@ -1071,13 +1071,26 @@ describe('Task yield protocol (TASK-16)', () => {
     const task = loop.createTask(body(), { name: 'bad' });
     await expect(loop.runUntilComplete(task)).resolves.toBe('went on');
     expect(messages).toHaveLength(3);
-    expect(messages[0]).toMatch(/^yield was used instead of yield from in task <Task pending name='bad' .*> with <Future pending>$/);
-    expect(messages[1]).toMatch(/^yield was used instead of yield from for generator in task <Task pending name='bad' .*> with .+$/);
+    expect(messages[0]).toBe(
+      "yield was used instead of yield* in task <Task pending name='bad' coro=<body()> cb=[runUntilCompleteCallback()]>: use yield* (not yield) to await <Future pending>",
+    );
+    expect(messages[1]).toBe(
+      "yield was used instead of yield* for a generator in task <Task pending name='bad' coro=<body()> cb=[runUntilCompleteCallback()]>: use yield* (not yield) to await generator()",
+    );
     expect(messages[2]).toBe('Task got bad yield: 42');
   });
 });
 
 describe('Task repr', () => {
+  it("names the coroutine's function, as asyncio's coro=<...> does", () => {
+    function* fetchUser(id: number): Coroutine<string> {
+      return `user-${id}`;
+    }
+    const method = { *load(): Coroutine<void> {} };
+    expect(String(loop.createTask(fetchUser(1), { name: 'fetch-1' }))).toBe("<Task pending name='fetch-1' coro=<fetchUser()>>");
+    expect(String(loop.createTask(method.load(), { name: 'm' }))).toBe("<Task pending name='m' coro=<load()>>");
+  });
+
   it('shows pending, callbacks, wait_for, cancelling and cancelled', async () => {
     const fut = loop.createFuture();
     function* body(): Coroutine<void> {
