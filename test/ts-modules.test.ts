@@ -10,6 +10,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { _compilerFor, _findCompiler, _isTypeScriptUrl, load, resolve } from '../src/internal/ts-hooks.js';
+import { typeScriptSibling } from '../src/internal/ts-loader.js';
+import { LoopThread, PiscinaExecutor, newEventLoop, setEventLoop, workerFn } from '../src/index.js';
 
 const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).href;
 const SERVICE = fixture('ts-service.ts');
@@ -229,5 +231,57 @@ describe('_isTypeScriptUrl', () => {
       false,
       false,
     ]);
+  });
+});
+
+describe('TypeScript in every thread', () => {
+  const fixtureUrl = (name: string): URL => new URL(`./fixtures/${name}`, import.meta.url);
+
+  it('runs a pool job from a .ts module, named as .ts or by its built .js name', async () => {
+    const executor = new PiscinaExecutor({ maxThreads: 1 });
+    try {
+      const results = await Promise.all(
+        ['ts-job.ts', 'ts-job.js'].map(
+          (name) =>
+            new Promise<unknown>((resolveResult) => {
+              const future = executor.submit(workerFn<[number], number>(fixtureUrl(name), 'quadruple'), 5);
+              future.addDoneCallback(() => resolveResult(future.exception() ?? future.result()));
+            }),
+        ),
+      );
+      expect(results).toEqual([20, 20]);
+    } finally {
+      await executor.shutdown();
+    }
+  });
+
+  it('hosts a .ts module in a LoopThread named by its built .js name', async () => {
+    const thread = await LoopThread.start(fixtureUrl('ts-service.js'), { name: 'ts-by-js' });
+    const loop = newEventLoop();
+    setEventLoop(loop);
+    try {
+      const stack = await loop.runUntilComplete(thread.call<string>('failingStack'));
+      expect(stack).toMatch(/^RangeError: thrown in TypeScript\n\s+at failingStack \(.*ts-service\.ts:\d+:\d+\)/);
+      expect(thread.moduleUrl).toBe(fixtureUrl('ts-service.js').href);
+    } finally {
+      setEventLoop(null);
+      loop.close();
+      await thread.terminate();
+    }
+  });
+});
+
+describe('typeScriptSibling', () => {
+  it('finds the .ts, .mts or .cts beside a .js, .mjs or .cjs URL that does not exist', () => {
+    const base = pathToFileURL(scratch).href;
+    scratchFile('only-ts.ts', 'export {};');
+    scratchFile('only-mts.mts', 'export {};');
+    scratchFile('both.ts', 'export {};');
+    scratchFile('both.js', 'export {};');
+    expect(typeScriptSibling(`${base}/only-ts.js`)).toBe(`${base}/only-ts.ts`);
+    expect(typeScriptSibling(`${base}/only-mts.mjs?v=1`)).toBe(`${base}/only-mts.mts?v=1`);
+    expect(typeScriptSibling(`${base}/both.js`)).toBe(`${base}/both.js`);
+    expect(typeScriptSibling(`${base}/neither.js`)).toBe(`${base}/neither.js`);
+    expect(typeScriptSibling('node:fs')).toBe('node:fs');
   });
 });

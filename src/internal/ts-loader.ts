@@ -15,7 +15,9 @@
  * TypeScript; it cannot break a loader that is active, because the hooks ask the rest of the
  * chain first and compile only the files it cannot load.
  */
+import { existsSync } from 'node:fs';
 import { register } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { _isTypeScriptUrl } from './ts-hooks.js';
 
 /** The built hooks: the hooks thread runs plain JavaScript, also when this file runs from source. */
@@ -58,8 +60,31 @@ export async function ensureTypeScriptSupport(moduleUrl: string): Promise<void> 
 }
 
 /**
- * Import a user module by URL, TypeScript included: `ensureTypeScriptSupport(moduleUrl)`,
- * then `import(moduleUrl)`.
+ * The URL of the TypeScript source beside a `.js`/`.mjs`/`.cjs` module URL whose file does not
+ * exist (`./svc.js` for `./svc.ts`), as TypeScript's NodeNext resolution and tsx find it: code
+ * run unbuilt names its siblings by their built names. Any other URL as it is.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * typeScriptSibling('file:///app/svc.js'); // 'file:///app/svc.ts' when only svc.ts exists
+ * ```
+ */
+export function typeScriptSibling(moduleUrl: string): string {
+  const match = /^(file:[^?#]*\.)(m|c)?js([?#].*)?$/i.exec(moduleUrl);
+  if (match === null) return moduleUrl;
+  try {
+    if (existsSync(fileURLToPath(moduleUrl))) return moduleUrl;
+    const sibling = `${match[1]}${match[2] ?? ''}ts${match[3] ?? ''}`;
+    return existsSync(fileURLToPath(sibling)) ? sibling : moduleUrl;
+  } catch {
+    return moduleUrl;
+  }
+}
+
+/**
+ * Import a user module by URL, TypeScript included: its TypeScript sibling when only that
+ * exists (see `typeScriptSibling`), with `ensureTypeScriptSupport` first.
  *
  * @internal
  * @example
@@ -68,6 +93,7 @@ export async function ensureTypeScriptSupport(moduleUrl: string): Promise<void> 
  * ```
  */
 export async function importUserModule(moduleUrl: string): Promise<Record<string, unknown>> {
-  await ensureTypeScriptSupport(moduleUrl);
-  return (await import(moduleUrl)) as Record<string, unknown>;
+  const url = typeScriptSibling(moduleUrl);
+  await ensureTypeScriptSupport(url);
+  return (await import(url)) as Record<string, unknown>;
 }
