@@ -340,7 +340,7 @@ class PoolEngine {
     for (let i = 0; i < args.length; i++) {
       const arg = args[i];
       if (arg === null || (typeof arg !== 'object' && typeof arg !== 'function' && typeof arg !== 'symbol')) continue;
-      const found = findUncloneable(arg, `args[${i}]`);
+      const found = findUncloneable(arg, `argument ${i + 1}`);
       if (found !== null) {
         job._setException(new TypeError(`cannot send ${describeWorkerFn(fn)} to a pool thread: ${describeUncloneable(found)}`));
         return job;
@@ -349,14 +349,14 @@ class PoolEngine {
       if (nestedDeeperThan(arg, this.#maxDepth)) {
         job._setException(
           new RangeError(
-            `cannot send ${describeWorkerFn(fn)} to a pool thread: args[${i}] is nested deeper than ${this.#maxDepth} levels, ` +
+            `cannot send ${describeWorkerFn(fn)} to a pool thread: argument ${i + 1} is nested deeper than ${this.#maxDepth} levels, ` +
               'more than a pool thread can be sure to read with its stack (resourceLimits.stackSizeMb)',
           ),
         );
         return job;
       }
       try {
-        args[i] = toWire(arg, `args[${i}]`);
+        args[i] = toWire(arg, `argument ${i + 1}`);
       } catch (error) {
         job._setException(new TypeError(`cannot send ${describeWorkerFn(fn)} to a pool thread: ${(error as Error).message}`, { cause: error }));
         return job;

@@ -167,7 +167,7 @@ describe('registerClass across real threads', () => {
     const sent = await settled(executor.submit(job<[Secret], unknown>('mirror'), new Secret(1)));
     expect(sent.error).toBeInstanceOf(TypeError);
     expect(sent.error!.message).toBe(
-      `cannot send mirror of ${SERVICE.href} to a pool thread: args[0] holds an instance of class Secret, which would arrive as a ` +
+      `cannot send mirror of ${SERVICE.href} to a pool thread: argument 1 holds an instance of class Secret, which would arrive as a ` +
         'plain object without its methods: call registerClass(Secret) in a module that both threads import',
     );
     const leaked = await settled(executor.submit(job<[], unknown>('leakSecret')));

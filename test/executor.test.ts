@@ -271,13 +271,13 @@ describe('PiscinaExecutor errors', () => {
     const badError = await errorOf(bad);
     expect(badError).toBeInstanceOf(TypeError);
     expect(badError.message).toBe(
-      `cannot send add of ${mathUrl.href} to a pool thread: args[1].callback is a function, which cannot be cloned`,
+      `cannot send add of ${mathUrl.href} to a pool thread: argument 2.callback is a function, which cannot be cloned`,
     );
     expect((await errorOf(weak)).message).toBe(
-      `cannot send echo of ${mathUrl.href} to a pool thread: args[0][0] is a WeakMap, which cannot be cloned`,
+      `cannot send echo of ${mathUrl.href} to a pool thread: argument 1[0] is a WeakMap, which cannot be cloned`,
     );
     expect((await errorOf(symbol)).message).toBe(
-      `cannot send echo of ${mathUrl.href} to a pool thread: args[0] is a symbol, which cannot be cloned`,
+      `cannot send echo of ${mathUrl.href} to a pool thread: argument 1 is a symbol, which cannot be cloned`,
     );
     expect([await resultOf(good), await resultOf(after)]).toEqual([3, 7]);
   });
@@ -406,7 +406,7 @@ describe('PiscinaExecutor outcomes that cannot be read', () => {
     const error = await errorOf(made.submit(depthOf, nest(1000)));
     expect(error).toBeInstanceOf(RangeError);
     expect(error.message).toBe(
-      `cannot send depthOf of ${mathUrl.href} to a pool thread: args[0] is nested deeper than 409 levels, ` +
+      `cannot send depthOf of ${mathUrl.href} to a pool thread: argument 1 is nested deeper than 409 levels, ` +
         'more than a pool thread can be sure to read with its stack (resourceLimits.stackSizeMb)',
     );
     expect(await resultOf(made.submit(depthOf, nest(400)))).toEqual({ depth: 400, leaf: 'leaf' });

@@ -272,7 +272,7 @@ describe('faults in the pool', () => {
 
   it.each([
     ['a result this loop cannot read', 'unreadable-result', {}, /^the outcome of work of .* could not be read in this thread \(RangeError: Maximum call stack size exceeded\)$/],
-    ['an argument a pool thread cannot read', 'unreadable-argument', { resourceLimits: { stackSizeMb: 0.5 } }, /^cannot send work of .* to a pool thread: args\[3\] is nested deeper than 409 levels/],
+    ['an argument a pool thread cannot read', 'unreadable-argument', { resourceLimits: { stackSizeMb: 0.5 } }, /^cannot send work of .* to a pool thread: argument 4 is nested deeper than 409 levels/],
     ['process.exit', 'exit', {}, /^the pool thread running work of .* exited with code 7$/],
     ['an uncaught error', 'throw', {}, /^the pool thread running work of .* crashed with an uncaught Error: injected at \d+$/],
     ['running out of memory', 'hog', { resourceLimits: { maxOldGenerationSizeMb: 32 } }, /^the pool thread running work of .* crashed with an uncaught Error: .*out of memory/],

@@ -9,7 +9,7 @@ import { typeName } from './format.js';
  *
  * @example
  * ```ts
- * const found: Uncloneable = { path: 'args[0].callback', type: 'function' };
+ * const found: Uncloneable = { path: 'argument 1.callback', type: 'function' };
  * ```
  */
 export interface Uncloneable {
@@ -33,7 +33,7 @@ let budget = 0;
  *
  * @example
  * ```ts
- * findUncloneable({ callback() {} }, 'args[0]'); // { path: 'args[0].callback', type: 'function' }
+ * findUncloneable({ callback() {} }, 'args[0]'); // { path: 'argument 1.callback', type: 'function' }
  * ```
  */
 export function findUncloneable(value: unknown, path: string): Uncloneable | null {
@@ -105,7 +105,7 @@ function walk(value: unknown, path: string): Uncloneable | null {
  *
  * @example
  * ```ts
- * describeUncloneable({ path: 'args[0]', type: 'function' }); // 'args[0] is a function, which cannot be cloned'
+ * describeUncloneable({ path: 'argument 1', type: 'function' }); // 'argument 1 is a function, which cannot be cloned'
  * ```
  */
 export function describeUncloneable(found: Uncloneable): string {
