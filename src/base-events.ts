@@ -13,7 +13,7 @@ import { RuntimeError, _isEscaping } from './exceptions.js';
 import { Future, _reportUnretrieved } from './futures.js';
 import { Handle, TimerHandle, type AnyCallback, type Runnable } from './handles.js';
 import { Deque } from './internal/deque.js';
-import { repr, typeName } from './internal/format.js';
+import { INSPECT, repr, typeName } from './internal/format.js';
 import { heapify, heapPop, heapPush } from './internal/heap.js';
 import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
@@ -662,6 +662,11 @@ export class EventLoop {
   /** Whether debug mode is on (get_debug). */
   getDebug(): boolean {
     return this.#debug;
+  }
+
+  /** The repr, also in `util.inspect` and console.log (no internals). */
+  [INSPECT](): string {
+    return this.toString();
   }
 
   toString(): string {

@@ -6,6 +6,7 @@
  * each callback in the context captured when it was scheduled, and each Task in its own copy.
  */
 import { LookupError, RuntimeError } from './exceptions.js';
+import { INSPECT } from './internal/format.js';
 
 /** @internal An immutable mapping from variables to values; null when empty. */
 export type VarMap = ReadonlyMap<ContextVar<unknown>, unknown> | null;
@@ -84,6 +85,11 @@ export class Context {
     return this._vars === null ? 0 : this._vars.size;
   }
 
+  /** The repr, also in `util.inspect` and console.log (no internals). */
+  [INSPECT](): string {
+    return this.toString();
+  }
+
   toString(): string {
     return `<Context vars=${this.size}>`;
   }
@@ -148,6 +154,11 @@ export class Token<T> {
     this.oldValue = oldValue;
     this._context = context;
     this._owner = context._owner;
+  }
+
+  /** The repr, also in `util.inspect` and console.log (no internals). */
+  [INSPECT](): string {
+    return this.toString();
   }
 
   toString(): string {
@@ -225,6 +236,11 @@ export class ContextVar<T> {
     if (token.oldValue === MISSING) next.delete(this as ContextVar<unknown>);
     else next.set(this as ContextVar<unknown>, token.oldValue);
     current._vars = next.size === 0 ? null : next;
+  }
+
+  /** The repr, also in `util.inspect` and console.log (no internals). */
+  [INSPECT](): string {
+    return this.toString();
   }
 
   toString(): string {

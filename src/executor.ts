@@ -26,7 +26,7 @@ import { ConcurrentFuture } from './internal/concurrent-future.js';
 import { RuntimeError } from './exceptions.js';
 import { Deque } from './internal/deque.js';
 import { decodeError, type EncodedError } from './internal/errors.js';
-import { repr } from './internal/format.js';
+import { INSPECT, repr } from './internal/format.js';
 import {
   CANCELLED,
   DONE_FALSE,
@@ -1008,6 +1008,16 @@ export class PiscinaExecutor implements Executor {
    */
   statistics(): ExecutorStatistics {
     return this.#engine.statistics();
+  }
+
+  /** The repr, also in `util.inspect` and console.log. */
+  [INSPECT](): string {
+    return this.toString();
+  }
+
+  toString(): string {
+    const { threads, maxThreads, queueSize, inFlight, completed } = this.#engine.statistics();
+    return `<PiscinaExecutor threads=${threads}/${maxThreads} queued=${queueSize} in_flight=${inFlight} completed=${completed}>`;
   }
 }
 

@@ -8,7 +8,7 @@
  */
 import { Context, _currentVars, type VarMap } from './contextvars.js';
 import { CancelledError, InvalidStateError, RuntimeError } from './exceptions.js';
-import { describeCallback, repr } from './internal/format.js';
+import { INSPECT, describeCallback, repr } from './internal/format.js';
 import { _getEventLoop } from './internal/running.js';
 import type { EventLoop, ExceptionContext } from './base-events.js';
 
@@ -272,6 +272,11 @@ export class Future<T = unknown> implements PromiseLike<T> {
       else this.addDoneCallback(settle);
     });
     return promise.then(onfulfilled, onrejected);
+  }
+
+  /** The repr, also in `util.inspect` and console.log (no internals). */
+  [INSPECT](): string {
+    return this.toString();
   }
 
   toString(): string {

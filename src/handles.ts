@@ -6,7 +6,7 @@
  */
 import { _enter, _enterVars, _exit, type Context, type VarMap } from './contextvars.js';
 import { _isEscaping } from './exceptions.js';
-import { describeCallback, repr } from './internal/format.js';
+import { INSPECT, describeCallback, repr } from './internal/format.js';
 import type { EventLoop } from './base-events.js';
 
 /** @internal A callback with any arguments (every function is assignable to it). */
@@ -154,6 +154,11 @@ export class Handle implements Runnable {
         args = this._args as unknown[];
     }
     return `${name}(${args.map(repr).join(', ')})`;
+  }
+
+  /** The repr, also in `util.inspect` and console.log (no internals). */
+  [INSPECT](): string {
+    return this.toString();
   }
 
   toString(): string {

@@ -18,6 +18,7 @@ import { _getRunningLoop } from './internal/running.js';
 import { allTasks, currentTask } from './task.js';
 import { gather } from './tasks.js';
 import { moduleUrlOf, notAFunction, notExported } from './internal/module-ref.js';
+import { INSPECT } from './internal/format.js';
 
 /** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
 const HOST_ENTRY = new URL(
@@ -311,6 +312,11 @@ export class LoopThread implements LoopRef {
     this.#terminated = true;
     await this.#worker.terminate();
     await this.#exited;
+  }
+
+  /** The repr, also in `util.inspect` and console.log (no internals). */
+  [INSPECT](): string {
+    return this.toString();
   }
 
   toString(): string {

@@ -17,7 +17,7 @@ import { isCoroutine, type Coroutine } from './coroutines.js';
 import { getRunningLoop } from './events.js';
 import { CancelledError, ExceptionGroup, RuntimeError, _isEscaping } from './exceptions.js';
 import { Future } from './futures.js';
-import { repr } from './internal/format.js';
+import { INSPECT, repr } from './internal/format.js';
 import { currentTask, type Task } from './task.js';
 import type { EventLoop, TaskOptions } from './base-events.js';
 
@@ -127,6 +127,11 @@ export class TaskGroup {
     // #exit always raises after a body error; this keeps the error should that ever change.
     if (outcome === RAISED) throw error;
     return result as R;
+  }
+
+  /** The repr, also in `util.inspect` and console.log (no internals). */
+  [INSPECT](): string {
+    return this.toString();
   }
 
   toString(): string {

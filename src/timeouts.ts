@@ -15,7 +15,7 @@ import { isCoroutine, type Coroutine } from './coroutines.js';
 import { getRunningLoop } from './events.js';
 import { CancelledError, ExceptionGroup, RuntimeError, TimeoutError } from './exceptions.js';
 import { Future } from './futures.js';
-import { repr, typeName } from './internal/format.js';
+import { INSPECT, repr, typeName } from './internal/format.js';
 import { currentTask, type Task } from './task.js';
 import type { Handle } from './handles.js';
 
@@ -163,6 +163,11 @@ export class Timeout {
     }
     this.#exit(false, undefined);
     return result;
+  }
+
+  /** The repr, also in `util.inspect` and console.log (no internals). */
+  [INSPECT](): string {
+    return this.toString();
   }
 
   toString(): string {

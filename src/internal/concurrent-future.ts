@@ -4,7 +4,7 @@
  * links) can build on it without import cycles.
  */
 import { CancelledError, InvalidStateError, TimeoutError, _isEscaping } from '../exceptions.js';
-import { repr } from './format.js';
+import { INSPECT, repr } from './format.js';
 import { logger } from '../log.js';
 
 const PENDING = 0;
@@ -130,6 +130,11 @@ export class ConcurrentFuture<T = unknown> {
     this.#failed = true;
     this.#state = FINISHED;
     this.#invokeCallbacks();
+  }
+
+  /** The repr, also in `util.inspect` and console.log. */
+  [INSPECT](): string {
+    return this.toString();
   }
 
   toString(): string {

@@ -5,6 +5,9 @@ import { inspect } from 'node:util';
 
 const MAX_STRING = 60;
 
+/** Node's `util.inspect.custom`: an object with this method is shown by what it returns. */
+export const INSPECT = Symbol.for('nodejs.util.inspect.custom');
+
 /** Describe `value` the way Python's reprlib would: short, quoted strings, `Name('msg')` errors. */
 export function repr(value: unknown): string {
   switch (typeof value) {

@@ -5,11 +5,17 @@
  */
 import type { EventLoop } from '../base-events.js';
 import { RuntimeError } from '../exceptions.js';
+import { INSPECT } from './format.js';
 import { _getRunningLoop } from './running.js';
 
 /** A base class whose `_getLoop()` binds the object to one loop. */
 export class LoopBound {
   #loop: EventLoop | null = null;
+
+  /** The repr (each subclass's toString), also in `util.inspect` and console.log. */
+  [INSPECT](): string {
+    return this.toString();
+  }
 
   /**
    * The running loop, binding this object to it on first use; RuntimeError when no loop runs
