@@ -169,6 +169,7 @@ function nodeTimers(count: number, spread: number): Promise<TimerResult> {
     let fired = 0;
     const expected = count >> 1;
     let scheduling = 0;
+    // eslint-disable-next-line prefer-const -- set once, after the callback that reads it is made
     let cpuBefore: NodeJS.CpuUsage;
     const onTimer = (when: number): void => {
       lateness.push(now() - when);

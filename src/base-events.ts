@@ -36,7 +36,7 @@ const SLICE_CHECK_EVERY = 8;
 /** The clock's resolution in seconds: timers due within it count as due. */
 const CLOCK_RESOLUTION = 1e-6;
 
-// eslint-disable-next-line @typescript-eslint/no-empty-function
+ 
 const GeneratorFunction = Object.getPrototypeOf(function* () {}).constructor as unknown;
 
 /** The context object passed to exception handlers; keys as in asyncio's `call_exception_handler`. */

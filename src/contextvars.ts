@@ -43,6 +43,7 @@ export class Context {
     }
     const previous = current;
     this._entered = true;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the current context is this one
     current = this;
     try {
       return fn(...args);

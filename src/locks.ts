@@ -312,10 +312,12 @@ export class Condition extends LoopBound {
             yield* this.#lock.acquire();
             break;
           } catch (error) {
+            // eslint-disable-next-line no-unsafe-finally -- asyncio re-raises from this finally too
             if (!(error instanceof CancelledError)) throw error;
             cancelled = error;
           }
         }
+        // eslint-disable-next-line no-unsafe-finally -- the cancellation that came while reacquiring
         if (cancelled !== NONE) throw cancelled;
       }
     } catch (error) {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
-  EventLoop,
+  type EventLoop,
   KeyboardInterrupt,
   RuntimeError,
   SystemExit,
   Task,
-  TimerHandle,
+  type TimerHandle,
   copyContext,
   getRunningLoop,
   logger,

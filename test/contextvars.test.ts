@@ -4,7 +4,7 @@ import {
   ContextVar,
   LookupError,
   RuntimeError,
-  Task,
+  type Task,
   Token,
   copyContext,
   currentTask,

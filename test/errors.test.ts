@@ -31,8 +31,6 @@ function roundTripError(error: Error): Error {
   return decoded as Error;
 }
 
-type ErrorClass = new (...args: never[]) => Error;
-
 describe('encodeError/decodeError with built-in classes', () => {
   const builtIns: Array<[string, new (message: string) => Error]> = [
     ['Error', Error],

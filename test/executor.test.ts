@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 // executor.js before concurrent.js: entered first, concurrent.js reaches executor.js (through events.js
 // and base-events.js) before ConcurrentFuture exists.
 import { PiscinaExecutor, createDefaultExecutor, type PiscinaExecutorOptions } from '../src/executor.js';
-import { ConcurrentFuture, wrapFuture } from '../src/concurrent.js';
+import { type ConcurrentFuture, wrapFuture } from '../src/concurrent.js';
 import { newEventLoop } from '../src/events.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';

@@ -132,8 +132,8 @@ function lastStartedPerThread(done: Int32Array): Set<number> {
 }
 
 let loop: EventLoop;
-let threads: LoopThread[] = [];
-let executors: PiscinaExecutor[] = [];
+const threads: LoopThread[] = [];
+const executors: PiscinaExecutor[] = [];
 
 afterEach(async () => {
   await Promise.all(threads.splice(0).map((thread) => thread.terminate()));

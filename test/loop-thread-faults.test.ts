@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
-  ConcurrentFuture,
-  EventLoop,
-  Future,
+  type ConcurrentFuture,
+  type EventLoop,
+  type Future,
   LoopThread,
   RuntimeError,
   gather,

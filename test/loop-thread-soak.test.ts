@@ -5,7 +5,7 @@
  * thread must be left without tasks.
  */
 import { describe, expect, it } from 'vitest';
-import { EventLoop, Future, gather, newEventLoop, type Coroutine } from '../src/index.js';
+import { type EventLoop, type Future, gather, newEventLoop, type Coroutine } from '../src/index.js';
 import { useThreads } from './helpers/loop-threads.js';
 import { useFreshLoop } from './helpers/loops.js';
 import { mulberry32 } from './helpers/prng.js';

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   ConcurrentFuture,
-  EventLoop,
+  type EventLoop,
   Future,
   LoopThread,
   QueueEmpty,

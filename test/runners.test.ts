@@ -2,11 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   CancelledError,
   ContextVar,
-  EventLoop,
+  type EventLoop,
   EventLoopPolicy,
   Runner,
   RuntimeError,
-  Task,
+  type Task,
   copyContext,
   createTask,
   currentTask,

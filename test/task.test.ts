@@ -7,7 +7,7 @@ import {
   SystemExit,
   Task,
   TimeoutError,
-  TimerHandle,
+  type TimerHandle,
   allTasks,
   createTask,
   currentTask,

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
-  Future,
+  type Future,
   RuntimeError,
-  Task,
+  type Task,
   TimeoutError,
   allTasks,
   createTask,

@@ -8,7 +8,7 @@ import {
   type Coroutine,
 } from '../src/index.js';
 import { TaskGroup } from '../src/taskgroups.js';
-import { Timeout, timeout, timeoutAt } from '../src/timeouts.js';
+import { type Timeout, timeout, timeoutAt } from '../src/timeouts.js';
 import { raisedBy, self } from './helpers/coroutines.js';
 import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
