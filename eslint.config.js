@@ -2,9 +2,10 @@
 // information (tsconfig.test.json covers src, test, bench, examples and workers).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import multiloop from './dist/src/eslint-plugin.js';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'docs/**', 'node_modules/**', 'test/fixtures/**/*.mjs', 'test/fixtures/**/*.cts', '**/*.d.mts', '*.config.*'] },
+  { ignores: ['dist/**', 'docs/**', 'node_modules/**', 'test/fixtures/**/*.mjs', 'test/fixtures/**/*.cts', '**/*.d.mts', '*.config.*', 'test/fixtures/floating-coroutine.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -12,7 +13,10 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { project: ['./tsconfig.test.json'], tsconfigRootDir: import.meta.dirname },
     },
+    plugins: { multiloop },
     rules: {
+      // A coroutine made and dropped never runs (the build's own rule: npm test builds first).
+      'multiloop/no-floating-coroutine': 'error',
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
       // `typeof import('./svc.js')` types a LoopThread's proxy: type annotations with import() stay allowed.
