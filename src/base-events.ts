@@ -18,7 +18,8 @@ import { heapify, heapPop, heapPush } from './internal/heap.js';
 import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { Task, ensureFuture } from './task.js';
-import type { Coroutine, Awaitable } from './coroutines.js';
+import { isCoroutine, type Coroutine, type Awaitable } from './coroutines.js';
+import { _cancelOnAbort, _checkSignal, type SignalOption } from './interop.js';
 import { wrapFuture } from './concurrent.js';
 import { createDefaultExecutor, type Executor } from './executor.js';
 import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
@@ -404,17 +405,25 @@ export class EventLoop {
   /**
    * Run until `aw` is done; settles with its result or error (run_until_complete). A coroutine
    * is wrapped in a Task; if the loop stops first the Promise rejects with RuntimeError.
+   * Aborting `options.signal` cancels it; once it ended cancelled the Promise rejects with
+   * `signal.reason` (an already-aborted signal: a coroutine never starts).
    *
    * @example
    * ```ts
-   * const answer = await loop.runUntilComplete(compute());
+   * const answer = await loop.runUntilComplete(compute(), { signal: AbortSignal.timeout(5000) });
    * ```
    */
-  async runUntilComplete<T>(aw: Awaitable<T>): Promise<T> {
+  async runUntilComplete<T>(aw: Awaitable<T>, options?: SignalOption): Promise<T> {
     this.#checkClosed();
     this.#checkRunning();
+    const signal = _checkSignal(options?.signal, 'runUntilComplete()');
+    if (signal?.aborted === true && isCoroutine(aw)) {
+      aw.return(undefined as T);
+      throw signal.reason;
+    }
     const newTask = !(aw instanceof Future);
     const future = ensureFuture(aw as Awaitable<T>, { loop: this }) as Future<T>;
+    const unwatch = signal === undefined ? null : _cancelOnAbort(future, signal);
     future.addDoneCallback(runUntilCompleteCallback);
     try {
       await this.runForever();
@@ -425,10 +434,12 @@ export class EventLoop {
       throw error;
     } finally {
       future.removeDoneCallback(runUntilCompleteCallback);
+      unwatch?.();
     }
     if (!future.done()) {
       throw new RuntimeError('Event loop stopped before Future completed.');
     }
+    if (signal?.aborted === true && future.cancelled()) throw signal.reason;
     return future.result();
   }
 

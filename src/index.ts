@@ -63,6 +63,7 @@ export { Timeout, timeout, timeoutAt } from './timeouts.js';
 export { TaskGroup } from './taskgroups.js';
 export { staggeredRace } from './staggered.js';
 export { Runner, run, type RunOptions } from './runners.js';
+export { fromAbortable, type SignalOption } from './interop.js';
 export {
   PiscinaExecutor,
   createDefaultExecutor,

@@ -11,6 +11,7 @@ import { CancelledError, KeyboardInterrupt, RuntimeError } from './exceptions.js
 import { repr } from './internal/format.js';
 import { _getRunningLoop } from './internal/running.js';
 import { CLOSING } from './internal/messages.js';
+import { _checkSignal, type SignalOption } from './interop.js';
 import { allTasks, type Task } from './task.js';
 
 /** asyncio's THREAD_JOIN_TIMEOUT: how long teardown waits for the default executor, in seconds. */
@@ -61,13 +62,18 @@ export class Runner {
    * context. In the main thread a first SIGINT cancels the task (the Promise then rejects
    * with KeyboardInterrupt); a second ends the process with exit code 130.
    */
-  async run<T>(coro: Coroutine<T>, options?: { context?: Context }): Promise<T> {
+  async run<T>(coro: Coroutine<T>, options?: { context?: Context } & SignalOption): Promise<T> {
     if (!isCoroutine(coro)) {
       throw new RangeError(`a coroutine was expected, got ${repr(coro)}`);
     }
     if (_getRunningLoop() !== null) {
       coro.return(undefined as T);
       throw new RuntimeError('Runner.run() cannot be called from a running event loop');
+    }
+    const signal = _checkSignal(options?.signal, 'Runner.run()');
+    if (signal?.aborted === true) {
+      coro.return(undefined as T);
+      throw signal.reason;
     }
     this.#lazyInit();
     const loop = this.#loop as EventLoop;
@@ -80,7 +86,7 @@ export class Runner {
     }
     this.#interruptCount = 0;
     try {
-      return await loop.runUntilComplete(task);
+      return await loop.runUntilComplete(task, { signal });
     } catch (error) {
       if (error instanceof CancelledError && this.#interruptCount > 0) {
         const uncancel = (task as { uncancel?: () => number }).uncancel;
@@ -207,7 +213,9 @@ async function cancelCallsInFlight(loop: EventLoop): Promise<void> {
 
 /**
  * Run `main` on a fresh loop, then cancel leftovers, shut the executor down and close the
- * loop (asyncio.run).
+ * loop (asyncio.run). Aborting `options.signal` cancels `main`; once it ended cancelled (its
+ * `finally` blocks ran) the Promise rejects with `signal.reason`; an already-aborted signal:
+ * `main` never starts.
  *
  * @example
  * ```ts
@@ -218,13 +226,13 @@ async function cancelCallsInFlight(loop: EventLoop): Promise<void> {
  * console.log(await run(main())); // 42
  * ```
  */
-export async function run<T>(main: Coroutine<T>, options?: RunOptions): Promise<T> {
+export async function run<T>(main: Coroutine<T>, options?: RunOptions & SignalOption): Promise<T> {
   if (_getRunningLoop() !== null) {
     throw new RuntimeError('asyncio.run() cannot be called from a running event loop');
   }
   const runner = new Runner(options);
   try {
-    return await runner.run(main);
+    return await runner.run(main, { signal: options?.signal });
   } finally {
     await runner.close();
   }

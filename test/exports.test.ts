@@ -54,6 +54,7 @@ const EXPECTED_EXPORTS = [
   'createTask',
   'currentTask',
   'ensureFuture',
+  'fromAbortable',
   'gather',
   'getEventLoop',
   'getEventLoopPolicy',

@@ -1,0 +1,226 @@
+/**
+ * Promises and AbortSignal both ways, with real Node APIs: fromAbortable aborts a real fetch to
+ * a local node:http server (the server sees its socket close), a timers/promises timer and an
+ * fs.promises read; `{ signal }` cancels run(), Runner.run() and runUntilComplete().
+ */
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CancelledError,
+  ExceptionGroup,
+  Runner,
+  TaskGroup,
+  TimeoutError,
+  fromAbortable,
+  newEventLoop,
+  run,
+  sleep,
+  waitFor,
+  type Coroutine,
+} from '../src/index.js';
+import { trackLoops } from './helpers/loops.js';
+
+const track = trackLoops();
+
+/** What a coroutine raised, or its value. */
+function* outcome<T>(body: Coroutine<T>): Coroutine<{ value?: T; error?: unknown }> {
+  try {
+    return { value: yield* body };
+  } catch (error) {
+    return { error };
+  }
+}
+
+describe('fromAbortable', () => {
+  let server: Server;
+  let url: string;
+  const closedSockets: string[] = [];
+
+  beforeAll(async () => {
+    server = createServer((request, response) => {
+      // Never answers on its own: only the client going away ends it.
+      request.socket.once('close', () => closedSockets.push(request.url ?? ''));
+      if (request.url === '/fast') response.end('fast');
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  });
+
+  it('aborts a real fetch when waitFor times out: the server sees the socket close', async () => {
+    const loop = track(newEventLoop());
+    const seen = await loop.runUntilComplete(
+      (function* () {
+        return yield* outcome(waitFor(fromAbortable((signal) => fetch(`${url}/slow`, { signal })), 0.3));
+      })(),
+    );
+    expect(seen.error).toBeInstanceOf(TimeoutError);
+    for (let waited = 0; !closedSockets.includes('/slow') && waited < 5000; waited += 10) await delay(10);
+    expect(closedSockets).toContain('/slow');
+    const fast = await loop.runUntilComplete(
+      (function* (): Coroutine<string> {
+        const response = yield* fromAbortable((signal) => fetch(`${url}/fast`, { signal }));
+        return yield* fromAbortable(() => response.text());
+      })(),
+    );
+    expect(fast).toBe('fast');
+  });
+
+  it('aborts a timers/promises timer and an fs.promises read; their rejections are not reported', async () => {
+    const loop = track(newEventLoop());
+    const dir = mkdtempSync(join(tmpdir(), 'multiloop-abort-'));
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const big = join(dir, 'big.bin');
+      writeFileSync(big, Buffer.alloc(32 << 20, 1));
+      const rejected: string[] = [];
+      const seen = await loop.runUntilComplete(
+        (function* () {
+          const timer = fromAbortable((signal) => {
+            const promise = delay(60_000, 'late', { signal });
+            promise.catch((error: Error) => rejected.push(`timer: ${error.name}`));
+            return promise;
+          });
+          const read = fromAbortable((signal) => {
+            const promise = readFile(big, { signal });
+            promise.catch((error: Error) => rejected.push(`read: ${error.name}`));
+            return promise;
+          });
+          yield* sleep(0);
+          timer.cancel('no longer needed');
+          read.cancel();
+          return [yield* outcome(timer), yield* outcome(read)];
+        })(),
+      );
+      expect((seen[0]!.error as CancelledError).message).toBe('no longer needed');
+      expect(seen[1]!.error).toBeInstanceOf(CancelledError);
+      await delay(50);
+      expect(rejected.sort()).toEqual(['read: AbortError', 'timer: AbortError']);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('gives the abort reason as the CancelledError, and settles with what the Promise gives', async () => {
+    const loop = track(newEventLoop());
+    let reason: unknown = null;
+    const results = await loop.runUntilComplete(
+      (function* () {
+        const ok = yield* fromAbortable(() => Promise.resolve(42));
+        const failing = yield* outcome(fromAbortable(() => Promise.reject(new RangeError('refused'))));
+        const cancelled = fromAbortable((signal) => {
+          signal.addEventListener('abort', () => (reason = signal.reason));
+          return new Promise<never>(() => {});
+        });
+        cancelled.cancel('stop');
+        return { ok, failing: (failing.error as Error).message };
+      })(),
+    );
+    expect(results).toEqual({ ok: 42, failing: 'refused' });
+    expect(reason).toBeInstanceOf(CancelledError);
+    expect((reason as CancelledError).message).toBe('stop');
+  });
+
+  it('fails with what start throws, and with a TypeError when start returns no Promise', async () => {
+    const loop = track(newEventLoop());
+    const thrown = fromAbortable(() => {
+      throw new RangeError('bad start');
+    }, { loop });
+    expect(thrown.exception()).toEqual(new RangeError('bad start'));
+    const plain = fromAbortable((() => 42) as never, { loop });
+    expect(plain.exception()).toEqual(new TypeError('fromAbortable() start must return a Promise, got 42'));
+    expect(() => fromAbortable(42 as never, { loop })).toThrow(new TypeError('fromAbortable() needs a function that takes an AbortSignal, got 42'));
+  });
+
+  it('in a TaskGroup, aborts exactly the operations under the scope that is cancelled', async () => {
+    const loop = track(newEventLoop());
+    const aborted: string[] = [];
+    const op = (name: string, ms: number) =>
+      fromAbortable((signal) => {
+        signal.addEventListener('abort', () => aborted.push(name));
+        return delay(ms, name, { signal });
+      });
+    const seen = await loop.runUntilComplete(
+      (function* () {
+        const outside = op('outside', 100);
+        const group = yield* outcome(
+          new TaskGroup().run(function* (tg) {
+            tg.createTask((function* () { return yield* op('sibling', 60_000); })());
+            tg.createTask((function* (): Coroutine<never> {
+              yield* sleep(0.01);
+              throw new RangeError('one child failed');
+            })());
+          }),
+        );
+        return { group: group.error, outside: yield* outside };
+      })(),
+    );
+    expect(seen.group).toBeInstanceOf(ExceptionGroup);
+    expect(seen.outside).toBe('outside');
+    expect(aborted).toEqual(['sibling']);
+  });
+});
+
+describe('{ signal } on run, Runner.run and runUntilComplete', () => {
+  it('run(): aborting cancels main; the Promise rejects with the reason after its finally ran', async () => {
+    const controller = new AbortController();
+    const log: string[] = [];
+    function* main(): Coroutine<string> {
+      try {
+        yield* sleep(0.01);
+        controller.abort(new Error('user gave up'));
+        yield* sleep(3600);
+        return 'not reached';
+      } finally {
+        log.push('finally');
+      }
+    }
+    await expect(run(main(), { signal: controller.signal })).rejects.toThrow(new Error('user gave up'));
+    expect(log).toEqual(['finally']);
+  });
+
+  it('run(): an already-aborted signal never starts the coroutine', async () => {
+    let started = false;
+    function* main(): Coroutine<void> {
+      started = true;
+    }
+    const reason = new Error('too late');
+    await expect(run(main(), { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    expect(started).toBe(false);
+  });
+
+  it('Runner.run() and runUntilComplete() take a signal too; AbortSignal.timeout works as is', async () => {
+    const runner = new Runner();
+    try {
+      await expect(runner.run(sleep(3600), { signal: AbortSignal.timeout(20) })).rejects.toMatchObject({ name: 'TimeoutError' });
+      expect(await runner.run(sleep(0, 'still usable'))).toBe('still usable');
+    } finally {
+      await runner.close();
+    }
+    const loop = track(newEventLoop());
+    const controller = new AbortController();
+    setTimeout(() => controller.abort('stop'), 20);
+    await expect(loop.runUntilComplete(sleep(3600), { signal: controller.signal })).rejects.toBe('stop');
+    expect(await loop.runUntilComplete(sleep(0, 'next'), { signal: controller.signal }).catch((error: unknown) => error)).toBe('stop');
+    await expect(loop.runUntilComplete(sleep(0), { signal: 'no' as never })).rejects.toThrow(
+      new TypeError("runUntilComplete() options.signal must be an AbortSignal, got 'no'"),
+    );
+  });
+});
