@@ -16,7 +16,7 @@ import { CancelledError, InvalidStateError, RuntimeError, _isEscaping } from './
 import { CANCELLED, FAILED, Future, PENDING, type LoopOption } from './futures.js';
 import type { Runnable } from './handles.js';
 import { repr } from './internal/format.js';
-import { generatorName } from './internal/generators.js';
+import { generatorLocation, generatorName } from './internal/generators.js';
 import { getEventLoop, getRunningLoop } from './events.js';
 import type { EventLoop, TaskOptions } from './base-events.js';
 
@@ -167,10 +167,18 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
     return `<${this.constructor.name} ${info.join(' ')}>`;
   }
 
-  /** @internal The coroutine as reprs show it: `fetchUser()`, or `generator` when its function cannot be known. */
+  /**
+   * @internal The coroutine as reprs show it: `fetchUser()` (`generator` when its function cannot
+   * be known); in debug mode, while pending, with where it is suspended: `fetchUser() running at
+   * /app/users.ts:12`, as asyncio's repr.
+   */
   _coroName(): string {
     const coro = this._coro as unknown;
-    return (typeof coro === 'object' && coro !== null ? generatorName(coro) : null) ?? 'generator';
+    if (typeof coro !== 'object' || coro === null) return 'generator';
+    const name = generatorName(coro) ?? 'generator';
+    if (this._state !== PENDING || !this._loop.getDebug()) return name;
+    const where = generatorLocation(coro);
+    return where === null ? name : `${name} running at ${where}`;
   }
 
   /** @internal */

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
@@ -24,6 +25,7 @@ import { _enterTask, _leaveTask } from '../src/task.js';
 import { expectThrow, thrownBy } from './helpers/errors.js';
 import { collectUntil, drainFinalizers } from './helpers/gc.js';
 import { useFreshLoop } from './helpers/loops.js';
+import { waitOn } from './fixtures/suspended.mjs';
 import { VirtualLoop, runBriefly, runOnce } from './helpers/virtual-loop.js';
 
 /** A virtual-clock loop that remembers every timer it schedules. */
@@ -1089,6 +1091,21 @@ describe('Task repr', () => {
     const method = { *load(): Coroutine<void> {} };
     expect(String(loop.createTask(fetchUser(1), { name: 'fetch-1' }))).toBe("<Task pending name='fetch-1' coro=<fetchUser()>>");
     expect(String(loop.createTask(method.load(), { name: 'm' }))).toBe("<Task pending name='m' coro=<load()>>");
+  });
+
+  it('in debug mode, says where a pending coroutine is suspended, as asyncio does', async () => {
+    loop.setDebug(true);
+    const future = loop.createFuture<number>();
+    const task = loop.createTask(waitOn(future), { name: 'suspended' });
+    await runOnce(loop);
+    const path = fileURLToPath(new URL('./fixtures/suspended.mjs', import.meta.url));
+    // Line 3 of the file; vitest runs it under one wrapper line, which V8 counts.
+    const shown = String(task);
+    expect([3, 4].map((line) => `<Task pending name='suspended' coro=<waitOn() running at ${path}:${line}> wait_for=<Future pending cb=[Task.wakeup()]>>`)).toContain(shown);
+    future.setResult(1);
+    await runOnce(loop);
+    await runOnce(loop);
+    expect(String(task)).toBe("<Task finished name='suspended' coro=<waitOn()> result=1>");
   });
 
   it('shows pending, callbacks, wait_for, cancelling and cancelled', async () => {

@@ -1,16 +1,22 @@
 /**
- * The name of the function that made a generator object, for reprs and messages. JavaScript has
- * no way from a generator object back to its function; V8's inspector protocol has one (the
- * internal property `[[GeneratorFunction]]`), which a session of this very thread answers at
- * once. Asked once per generator function (cached by its prototype) and only when a repr or an
- * error message needs it; where no inspector is built in, the name is simply not known.
+ * The name of the function that made a generator object, and where it is suspended, for reprs
+ * and messages. JavaScript has no way from a generator object back to its function; V8's
+ * inspector protocol has one (the internal properties `[[GeneratorFunction]]` and
+ * `[[GeneratorLocation]]`), which a session of this very thread answers at once. The name is
+ * asked once per generator function (cached by its prototype) and only when a repr or an error
+ * message needs it; the location (debug mode's reprs) maps a script id to its URL, which only the
+ * Debugger domain knows: it is enabled for a moment when an unknown script shows up. Where no
+ * inspector is built in, neither is known.
  */
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 
 type Post = (method: string, params: object) => Record<string, unknown>;
 
 /** The name by the prototype its generator objects share (their function's `prototype`). */
 const names = new WeakMap<object, string>();
+/** Script URLs by script id, as the Debugger domain reported them. */
+const scripts = new Map<string, string>();
 let post: Post | null | undefined;
 
 function connect(): Post | null {
@@ -19,6 +25,9 @@ function connect(): Post | null {
     const { Session } = createRequire(import.meta.url)('node:inspector') as typeof import('node:inspector');
     const session = new Session();
     session.connect();
+    session.on('Debugger.scriptParsed', ({ params }: { params: { scriptId: string; url: string } }) => {
+      scripts.set(params.scriptId, params.url);
+    });
     return (method, params) => {
       let failure: Error | null = null;
       let answer: Record<string, unknown> = {};
@@ -35,33 +44,65 @@ function connect(): Post | null {
   }
 }
 
+/** The inspector's internal properties of `generator`, or null when they cannot be had. */
+function internalProperties(generator: object): Array<{ name: string; value?: { description?: string; value?: unknown } }> | null {
+  if (post === undefined) post = connect();
+  if (post === null) return null;
+  const holder = globalThis as { __multiloopProbe?: object };
+  try {
+    holder.__multiloopProbe = generator;
+    const probe = post('Runtime.evaluate', { expression: 'globalThis.__multiloopProbe', objectGroup: 'multiloop-names' });
+    const objectId = (probe.result as { objectId?: string } | undefined)?.objectId;
+    if (objectId === undefined) return null;
+    const properties = post('Runtime.getProperties', { objectId, ownProperties: true });
+    post('Runtime.releaseObjectGroup', { objectGroup: 'multiloop-names' });
+    return (properties.internalProperties as Array<{ name: string; value?: { description?: string; value?: unknown } }> | undefined) ?? null;
+  } catch {
+    return null;
+  } finally {
+    delete holder.__multiloopProbe;
+  }
+}
+
 /** The function of `generator` as `fetchUser()`, or null when it cannot be known. */
 export function generatorName(generator: object): string | null {
   const proto = Object.getPrototypeOf(generator) as object | null;
   if (proto === null) return null;
   const known = names.get(proto);
   if (known !== undefined) return known;
-  if (post === undefined) post = connect();
-  if (post === null) return null;
-  let name: string | null = null;
-  const holder = globalThis as { __multiloopProbe?: object };
-  try {
-    holder.__multiloopProbe = generator;
-    const probe = post('Runtime.evaluate', { expression: 'globalThis.__multiloopProbe', objectGroup: 'multiloop-names' });
-    const objectId = (probe.result as { objectId?: string } | undefined)?.objectId;
-    if (objectId !== undefined) {
-      const properties = post('Runtime.getProperties', { objectId, ownProperties: true });
-      const internal = properties.internalProperties as Array<{ name: string; value?: { description?: string } }> | undefined;
-      const source = internal?.find((property) => property.name === '[[GeneratorFunction]]')?.value?.description ?? '';
-      const match = /^(?:async\s+)?function\s*\*\s*([^\s(]*)/.exec(source) ?? /^\*?\s*\[?([^\s(\]]+)/.exec(source);
-      name = `${match?.[1] || 'anonymous'}()`;
-    }
-    post('Runtime.releaseObjectGroup', { objectGroup: 'multiloop-names' });
-  } catch {
-    name = null;
-  } finally {
-    delete holder.__multiloopProbe;
-  }
-  if (name !== null) names.set(proto, name);
+  const source = internalProperties(generator)?.find((property) => property.name === '[[GeneratorFunction]]')?.value?.description;
+  if (source === undefined) return null;
+  const match = /^(?:async\s+)?function\s*\*\s*([^\s(]*)/.exec(source) ?? /^\*?\s*\[?([^\s(\]]+)/.exec(source);
+  const name = `${match?.[1] || 'anonymous'}()`;
+  names.set(proto, name);
   return name;
+}
+
+/**
+ * Where `generator` is suspended, as `path:line`, or null when that cannot be known (it is done,
+ * or no inspector is built in). Costs an inspector round trip: for debug mode's reprs.
+ */
+export function generatorLocation(generator: object): string | null {
+  const where = internalProperties(generator)?.find((property) => property.name === '[[GeneratorLocation]]')?.value?.value as
+    | { scriptId: string; lineNumber: number }
+    | undefined;
+  if (where === undefined || post === null || post === undefined) return null;
+  if (!scripts.has(where.scriptId)) {
+    try {
+      // Enabling the Debugger domain reports every script, at once; it is disabled right after.
+      post('Debugger.enable', {});
+      post('Debugger.disable', {});
+    } catch {
+      return null;
+    }
+  }
+  const url = scripts.get(where.scriptId);
+  if (url === undefined || url === '') return null;
+  let path = url;
+  try {
+    if (url.startsWith('file:')) path = fileURLToPath(url);
+  } catch {
+    path = url;
+  }
+  return `${path}:${where.lineNumber + 1}`;
 }
