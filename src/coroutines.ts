@@ -32,15 +32,33 @@ export type AwaitedResult<A> =
  */
 export function isCoroutine(x: unknown): x is Coroutine<unknown> {
   if (x === null || typeof x !== 'object') return false;
-  const candidate = x as { next?: unknown; throw?: unknown; return?: unknown; _asyncioFutureBlocking?: unknown };
+  const candidate = x as { next?: unknown; throw?: unknown; return?: unknown; [_FUTURE]?: unknown };
   // A Future is its own `yield*` iterator, hence has the same methods: it is not a coroutine.
   return (
     typeof candidate.next === 'function' &&
     typeof candidate.throw === 'function' &&
     typeof candidate.return === 'function' &&
-    candidate._asyncioFutureBlocking === undefined
+    candidate[_FUTURE] === undefined
   );
 }
+
+/**
+ * @internal Whether `x` has a callable `then`: a Promise, a thenable, or a Future (which is
+ * PromiseLike too).
+ */
+export function _isThenable(x: unknown): x is PromiseLike<unknown> {
+  return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof (x as { then?: unknown }).then === 'function';
+}
+
+/** @internal Marks Future.prototype (not each future): what tells a future from a coroutine. */
+export const _FUTURE = Symbol('multiloop.Future');
+
+/**
+ * @internal The await protocol's flag (asyncio's `_asyncio_future_blocking`), held once for the
+ * thread rather than on every future: the future whose `yield*` just yielded it to its Task. The
+ * hand-over is synchronous (the future's `next()` returns, the Task's step reads it at once).
+ */
+export const _awaiting: { future: object | null } = { future: null };
 
 /** @internal Whether `x` is a native generator object. */
 export function _isGenerator(x: unknown): boolean {

@@ -7,6 +7,7 @@
  * async function while its loop runs.
  */
 import { Context, _currentVars, type VarMap } from './contextvars.js';
+import { _FUTURE, _awaiting } from './coroutines.js';
 import { CancelledError, InvalidStateError, RuntimeError } from './exceptions.js';
 import { INSPECT, describeCallback, repr } from './internal/format.js';
 import { _getEventLoop } from './internal/running.js';
@@ -106,14 +107,13 @@ export class Future<T = unknown> implements PromiseLike<T> {
   _result: unknown = undefined;
   /** @internal */
   _loop: EventLoop;
-  /** @internal The first done callback when it needs no context (most futures have one at most). */
-  _cb0: Entry | null = null;
-  /** @internal Other callbacks as [callback, context, callback, context, ...], in order after `_cb0`. */
-  _callbacks: Array<Entry | Context | VarMap> | null = null;
+  /**
+   * @internal The done callbacks: one entry alone (most futures have one at most, needing no
+   * context), else [callback, context, callback, context, ...] in order.
+   */
+  _cb: Entry | Array<Entry | Context | VarMap> | null = null;
   /** @internal */
   _cancelMessage: string | null = null;
-  /** @internal Set by the await protocol while a coroutine yields this future to its Task. */
-  _asyncioFutureBlocking = false;
 
   /** Create a pending future on `options.loop`, else the running loop, else the current loop. */
   constructor(options?: LoopOption) {
@@ -235,8 +235,8 @@ export class Future<T = unknown> implements PromiseLike<T> {
    */
   next(): IteratorResult<unknown, T> {
     if (this._state === PENDING) {
-      if (this._asyncioFutureBlocking) throw new RuntimeError("await wasn't used with future");
-      this._asyncioFutureBlocking = true;
+      if (_awaiting.future === this) throw new RuntimeError("await wasn't used with future");
+      _awaiting.future = this;
       return { value: this, done: false };
     }
     return { value: this.result(), done: true };
@@ -389,22 +389,22 @@ export class Future<T = unknown> implements PromiseLike<T> {
 
   /** @internal Add a callback entry after the others. */
   _append(entry: Entry, context: Context | VarMap): void {
-    if (context === null && this._cb0 === null && this._callbacks === null) this._cb0 = entry;
-    else (this._callbacks ??= []).push(entry, context);
+    const cb = this._cb;
+    if (cb === null) this._cb = context === null ? entry : [entry, context];
+    else if (Array.isArray(cb)) cb.push(entry, context);
+    else this._cb = [cb, null, entry, context];
   }
 
   /** @internal */
   _scheduleCallbacks(): void {
-    const first = this._cb0;
-    if (first !== null) {
-      this._cb0 = null;
-      this._schedule(first, null);
+    const cb = this._cb;
+    if (cb === null) return;
+    this._cb = null;
+    if (!Array.isArray(cb)) {
+      this._schedule(cb, null);
+      return;
     }
-    const rest = this._callbacks;
-    if (rest !== null) {
-      this._callbacks = null;
-      for (let i = 0; i < rest.length; i += 2) this._schedule(rest[i] as Entry, rest[i + 1] as Context | VarMap);
-    }
+    for (let i = 0; i < cb.length; i += 2) this._schedule(cb[i] as Entry, cb[i + 1] as Context | VarMap);
   }
 
   /** @internal */
@@ -416,20 +416,22 @@ export class Future<T = unknown> implements PromiseLike<T> {
 
   /** @internal */
   _entries(): Array<[Entry, Context | VarMap]> {
+    const cb = this._cb;
+    if (cb === null) return [];
+    if (!Array.isArray(cb)) return [[cb, null]];
     const entries: Array<[Entry, Context | VarMap]> = [];
-    if (this._cb0 !== null) entries.push([this._cb0, null]);
-    const rest = this._callbacks;
-    if (rest !== null) for (let i = 0; i < rest.length; i += 2) entries.push([rest[i] as Entry, rest[i + 1] as Context | VarMap]);
+    for (let i = 0; i < cb.length; i += 2) entries.push([cb[i] as Entry, cb[i + 1] as Context | VarMap]);
     return entries;
   }
 
   /** @internal */
   _storeEntries(entries: Array<[Entry, Context | VarMap]>): void {
-    this._cb0 = null;
-    this._callbacks = null;
+    this._cb = null;
     for (const [entry, context] of entries) this._append(entry, context);
   }
 }
+
+(Future.prototype as unknown as Record<symbol, boolean>)[_FUTURE] = true;
 
 /**
  * Whether `x` is a multiloop Future or Task (isfuture).

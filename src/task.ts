@@ -10,8 +10,9 @@
  * no Handle: it sits in the ready queue itself, and when it runs, a set `_futWaiter` means the
  * run is the wake-up from that future (asyncio's `__wakeup`), else a step (`__step`).
  */
+import { awaitedThrough } from './internal/awaited-by.js';
 import { Context, _beginLazy, _currentVars, _endLazy, _enter, _exit, _servesOwner, _switchTo, type VarMap } from './contextvars.js';
-import { _isGenerator, isCoroutine, type Awaitable, type Coroutine } from './coroutines.js';
+import { _awaiting, _isGenerator, _isThenable, isCoroutine, type Awaitable, type Coroutine } from './coroutines.js';
 import { CancelledError, InvalidStateError, RuntimeError, _isEscaping } from './exceptions.js';
 import { CANCELLED, FAILED, Future, PENDING, type LoopOption } from './futures.js';
 import type { Runnable } from './handles.js';
@@ -24,6 +25,8 @@ import type { EventLoop, TaskOptions } from './base-events.js';
 const NO_ERROR: unique symbol = Symbol('NO_ERROR');
 
 let taskCounter = 0;
+/** The bit of `Task._cancels` that says a cancellation waits for the next step. */
+const MUST_CANCEL = 1;
 
 /**
  * A Future that drives a coroutine (asyncio.Task); it cannot be completed with
@@ -50,10 +53,12 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
   _name: string | number;
   /** @internal The future this task is parked on. */
   _futWaiter: Future<unknown> | null = null;
-  /** @internal A cancellation requested while no future could take it. */
-  _mustCancel = false;
-  /** @internal */
-  _numCancelsRequested = 0;
+  /**
+   * @internal Cancellation requests, packed in one small integer (one field less per task):
+   * twice the number of requests (cancelling()), plus 1 while a cancellation was requested that
+   * no future could take (asyncio's `_must_cancel`).
+   */
+  _cancels = 0;
   /** @internal Neighbours in the loop's list of pending tasks. */
   _prevTask: Task<unknown> | null = null;
   /** @internal */
@@ -120,21 +125,21 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
   override cancel(msg?: string): boolean {
     this._retrieved();
     if (this._state !== PENDING) return false;
-    this._numCancelsRequested++;
+    this._cancels += 2;
     const waiter = this._futWaiter;
     if (waiter !== null && waiter.cancel(msg)) {
       // Keep _futWaiter: it may be a Task that swallows the cancellation and must be
       // cancelled again later.
       return true;
     }
-    this._mustCancel = true;
+    this._cancels |= MUST_CANCEL;
     this._cancelMessage = msg ?? null;
     return true;
   }
 
   /** The number of pending cancellation requests (cancelling). */
   cancelling(): number {
-    return this._numCancelsRequested;
+    return this._cancels >> 1;
   }
 
   /**
@@ -142,11 +147,11 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
    * 0. At 0 a cancellation not yet delivered is withdrawn (uncancel).
    */
   uncancel(): number {
-    if (this._numCancelsRequested > 0) {
-      this._numCancelsRequested--;
-      if (this._numCancelsRequested === 0) this._mustCancel = false;
+    if (this._cancels >= 2) {
+      this._cancels -= 2;
+      if (this._cancels < 2) this._cancels = 0;
     }
-    return this._numCancelsRequested;
+    return this._cancels >> 1;
   }
 
   /** Tasks are completed by their coroutine: RuntimeError (set_result). */
@@ -161,7 +166,7 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
 
   override toString(): string {
     const info = this._reprInfo();
-    if (this._state === PENDING && this._numCancelsRequested > 0) info[0] = 'cancelling';
+    if (this._state === PENDING && this._cancels >= 2) info[0] = 'cancelling';
     info.splice(1, 0, `name=${repr(this.getName())}`, `coro=<${this._coroName()}>`);
     if (this._futWaiter !== null) info.splice(3, 0, `wait_for=${this._futWaiter}`);
     return `<${this.constructor.name} ${info.join(' ')}>`;
@@ -231,6 +236,8 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
   }
 }
 
+const futureAddDoneCallback = Future.prototype.addDoneCallback;
+
 function scheduleStep(task: Task<unknown>, error: unknown): void {
   task._result = error;
   task._loop._scheduleHandle(task);
@@ -253,11 +260,17 @@ function wakeupTask(task: Task<unknown>, future: Future<unknown>): void {
 /** Run one step of `task` (asyncio's `Task.__step`), throwing `error` in unless it is NO_ERROR. */
 function stepTask(task: Task<unknown>, error: unknown): void {
   if (task._state !== PENDING) {
+    if (task._result === NO_ERROR) {
+      // Settled from outside (Future.prototype.setResult.call(task, v)) while this step was
+      // scheduled: the slot of the step's error held the outcome, which stays the task's.
+      task._result = error;
+      error = NO_ERROR;
+    }
     throw new InvalidStateError(`_step(): already done: ${task}, ${error === NO_ERROR ? 'None' : repr(error)}`);
   }
-  if (task._mustCancel) {
+  if ((task._cancels & MUST_CANCEL) !== 0) {
     if (!(error instanceof CancelledError)) error = task._makeCancelledError();
-    task._mustCancel = false;
+    task._cancels &= ~MUST_CANCEL;
   }
   task._futWaiter = null;
   const loop = task._loop;
@@ -287,9 +300,9 @@ function runStep(task: Task<unknown>, error: unknown): void {
   }
   if (step.done === true) {
     task._loop._removeTask(task);
-    if (task._mustCancel) {
+    if ((task._cancels & MUST_CANCEL) !== 0) {
       // Cancelled right before the coroutine returned.
-      task._mustCancel = false;
+      task._cancels &= ~MUST_CANCEL;
       task._cancelFuture(task._cancelMessage);
     } else {
       task._setResultUnchecked(step.value);
@@ -301,19 +314,25 @@ function runStep(task: Task<unknown>, error: unknown): void {
     // A bare yield gives up control for one iteration.
     scheduleStep(task, NO_ERROR);
   } else if (yielded instanceof Future) {
+    const blocking = _awaiting.future === yielded;
+    if (blocking) _awaiting.future = null;
     if (yielded._loop !== task._loop) {
-      yielded._asyncioFutureBlocking = false;
       scheduleStep(task, new RuntimeError(`Task ${task} got Future ${yielded} attached to a different loop`));
-    } else if (!yielded._asyncioFutureBlocking) {
+    } else if (!blocking) {
       scheduleStep(task, new RuntimeError(`yield was used instead of yield* in task ${task}: use yield* (not yield) to await ${yielded}`));
     } else if (yielded === task) {
-      yielded._asyncioFutureBlocking = false;
       scheduleStep(task, new RuntimeError(`Task cannot await on itself: ${task}`));
     } else {
-      yielded._asyncioFutureBlocking = false;
       task._futWaiter = yielded;
-      yielded._addWaiter(task);
-      if (task._mustCancel && yielded.cancel(task._cancelMessage ?? undefined)) task._mustCancel = false;
+      // A subclass that overrides addDoneCallback is called through it, as asyncio's Task calls
+      // add_done_callback of anything but an exact Future; the wake-up then runs as that callback.
+      if (yielded.addDoneCallback === futureAddDoneCallback) yielded._addWaiter(task);
+      else {
+        const wakeup = (): void => task._run();
+        awaitedThrough(wakeup, task);
+        yielded.addDoneCallback(wakeup);
+      }
+      if ((task._cancels & MUST_CANCEL) !== 0 && yielded.cancel(task._cancelMessage ?? undefined)) task._cancels &= ~MUST_CANCEL;
     }
   } else if (_isGenerator(yielded)) {
     const what = generatorName(yielded as object) ?? 'a coroutine';
@@ -424,7 +443,7 @@ export function ensureFuture(aw: unknown, options?: LoopOption): Future<unknown>
     }
     return target.createTask(aw);
   }
-  if (aw !== null && (typeof aw === 'object' || typeof aw === 'function') && typeof (aw as PromiseLike<unknown>).then === 'function') {
+  if (_isThenable(aw)) {
     const target = loop ?? getEventLoop();
     const future = target.createFuture<unknown>();
     (aw as PromiseLike<unknown>).then(
