@@ -5,10 +5,16 @@
  * into the LoopThread's worker, where a plain 'message' handler answers (no loop involved).
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import * as Comlink from 'comlink';
+import nodeAdapter from 'comlink/dist/umd/node-adapter.js';
 import { LoopThread, ensureFuture, move, run, type Coroutine } from '../src/index.js';
 import { median, now, percentile, perSecond, type Row } from './harness.js';
 
 const ECHO = new URL('./fixtures/echo-service.js', import.meta.url);
+/** comlink's adapter of Node ports (a CommonJS module whose default export is the function). */
+const nodeEndpoint = nodeAdapter as unknown as typeof nodeAdapter.default;
+
+type Echo = Comlink.Remote<{ echo(value: number): number }>;
 const ROUNDS = 5;
 
 function* loopPingPong(thread: LoopThread, count: number, samples: number[]): Coroutine<void> {
@@ -59,6 +65,15 @@ function rawBurst(port: MessagePort, count: number): Promise<number> {
   });
 }
 
+/** Round trips of a comlink client, awaited one after the other, as a comlink user writes them. */
+async function comlinkPingPong(remote: Echo, count: number, samples: number[]): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const started = now();
+    await remote.echo(i);
+    samples.push((now() - started) * 1000);
+  }
+}
+
 /** Run the cross-thread workloads. */
 export async function threadWorkloads(log: (line: string) => void): Promise<Row[]> {
   // Thread wake-up latency changes mode over time (cores busy or idle): round trips alternate
@@ -70,15 +85,29 @@ export async function threadWorkloads(log: (line: string) => void): Promise<Row[
   const rawBursts: number[] = [];
   const channel = new MessageChannel();
   const port = channel.port1;
+  const comlinkChannel = new MessageChannel();
+  const comlinkOurs: number[] = [];
+  const comlinkRaw: number[] = [];
+  let served: Echo | null = null;
+  const raw = Comlink.wrap<{ echo(value: number): number }>(nodeEndpoint(comlinkChannel.port1));
   function* main(): Coroutine<void> {
     const thread = yield* ensureFuture(LoopThread.start(ECHO, { name: 'bench-echo' }));
     yield* thread.call('rawEcho', move(channel.port2));
+    yield* thread.call('rawComlink', move(comlinkChannel.port2));
+    served = Comlink.wrap<{ echo(value: number): number }>(nodeEndpoint(thread.comlinkPort()));
     yield* loopPingPong(thread, 2_000, []);
     yield* ensureFuture(rawPingPong(port, 2_000, []));
     yield* loopBurst(thread, 200_000);
     for (let chunk = 0; chunk < 100; chunk++) {
       yield* loopPingPong(thread, 500, oursSamples);
       yield* ensureFuture(rawPingPong(port, 500, rawSamples));
+    }
+    // comlink's round trips: the same client code, served by the LoopThread's loop or by bare comlink in the same thread.
+    yield* ensureFuture(comlinkPingPong(served, 1_000, []));
+    yield* ensureFuture(comlinkPingPong(raw, 1_000, []));
+    for (let chunk = 0; chunk < 40; chunk++) {
+      yield* ensureFuture(comlinkPingPong(served, 250, comlinkOurs));
+      yield* ensureFuture(comlinkPingPong(raw, 250, comlinkRaw));
     }
     for (let round = 0; round < ROUNDS; round++) {
       oursBurst.push(yield* loopBurst(thread, 1_000_000));
@@ -88,6 +117,7 @@ export async function threadWorkloads(log: (line: string) => void): Promise<Row[
   }
   await run(main());
   port.close();
+  comlinkChannel.port1.close();
   const rows: Row[] = [
     {
       workload: 'ping-pong round trip p50',
@@ -114,6 +144,15 @@ export async function threadWorkloads(log: (line: string) => void): Promise<Row[
       baselineName: 'raw postMessage burst',
       higherIsBetter: true,
       target: '>= 5 M/s',
+    },
+    {
+      workload: 'comlink ping-pong via lt.comlinkPort() p50',
+      unit: 'µs',
+      value: percentile(comlinkOurs, 50),
+      baseline: percentile(comlinkRaw, 50),
+      baselineName: 'raw comlink ping-pong, same threads',
+      higherIsBetter: false,
+      target: '<= 1.1x raw comlink',
     },
   ];
   for (const row of rows) log(`  ${row.workload}: ${row.value.toFixed(1)} ${row.unit} (baseline ${row.baseline?.toFixed(1)})`);

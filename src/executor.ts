@@ -20,7 +20,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { receiveMessageOnPort, type MessagePort, type ResourceLimits } from 'node:worker_threads';
+import { receiveMessageOnPort, type MessagePort, type ResourceLimits, type Transferable } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ConcurrentFuture } from './internal/concurrent-future.js';
 import { RuntimeError } from './exceptions.js';
@@ -47,6 +47,8 @@ import { describeUncloneable, findUncloneable, nestedDeeperThan } from './intern
 import { fromWire, toWire } from './internal/wire.js';
 import { logger } from './log.js';
 import { collectTransfers } from './transfer.js';
+import { _Callbacks, _isComlinkProxy } from './comlink.js';
+import { _getEventLoop } from './internal/running.js';
 import { checkWorkerFn, describeWorkerFn, type WorkerFn } from './worker-fn.js';
 
 /**
@@ -337,16 +339,25 @@ class PoolEngine {
     if (this.#shutdown) throw new RuntimeError('cannot schedule new futures after shutdown');
     const fn = checkWorkerFn(candidate, 'submit()');
     const job = new JobFuture(this, fn, args);
+    let callbacks: _Callbacks | null = null;
     for (let i = 0; i < args.length; i++) {
       const arg = args[i];
       if (arg === null || (typeof arg !== 'object' && typeof arg !== 'function' && typeof arg !== 'symbol')) continue;
+      if (_isComlinkProxy(arg)) {
+        // It stays here, and runs in the loop of the caller each time the job calls it.
+        callbacks ??= new _Callbacks(_getEventLoop());
+        args[i] = callbacks.send(arg);
+        continue;
+      }
       const found = findUncloneable(arg, `argument ${i + 1}`);
       if (found !== null) {
+        callbacks?.release();
         job._setException(new TypeError(`cannot send ${describeWorkerFn(fn)} to a pool thread: ${describeUncloneable(found)}`));
         return job;
       }
       // A request a pool thread cannot read would hang in piscina for good: refuse it here.
       if (nestedDeeperThan(arg, this.#maxDepth)) {
+        callbacks?.release();
         job._setException(
           new RangeError(
             `cannot send ${describeWorkerFn(fn)} to a pool thread: argument ${i + 1} is nested deeper than ${this.#maxDepth} levels, ` +
@@ -358,12 +369,15 @@ class PoolEngine {
       try {
         args[i] = toWire(arg, `argument ${i + 1}`);
       } catch (error) {
+        callbacks?.release();
         job._setException(new TypeError(`cannot send ${describeWorkerFn(fn)} to a pool thread: ${(error as Error).message}`, { cause: error }));
         return job;
       }
     }
+    callbacks?.releaseWhenDone(job);
     // Jobs that free threads will take at the next flush do not wait.
     if (this.#queued - (this.#maxInFlight - this.#inFlight.size) >= this.maxQueue) {
+      callbacks?.release();
       job._setException(new RuntimeError(`the executor's queue is full (maxQueue ${this.maxQueue})`));
       return job;
     }
@@ -509,7 +523,7 @@ class PoolEngine {
     const fns: string[] = [];
     const meta = new Int32Array(count * 2);
     const args: unknown[] = [];
-    const transfer: ArrayBuffer[] = [];
+    const transfer: Transferable[] = [];
     let seen: Map<WorkerFn, number> | null = null;
     let lastFn: WorkerFn | null = null;
     let lastAt = -1;

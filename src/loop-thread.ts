@@ -3,7 +3,8 @@
  * one module; loops call each other's exported functions through links (src/internal/link.ts),
  * and the hosted module reaches the loop that started it through `parentLoop()`.
  */
-import { MessageChannel, Worker, parentPort, workerData, type ResourceLimits } from 'node:worker_threads';
+import { MessageChannel, Worker, parentPort, workerData, type MessagePort, type ResourceLimits } from 'node:worker_threads';
+import { _closeServedComlinkPorts, _comlinkChannel, _serveComlink } from './comlink.js';
 import type { EventLoop } from './base-events.js';
 import type { Coroutine } from './coroutines.js';
 import { getEventLoop, newEventLoop, setEventLoop, _setThreadName } from './events.js';
@@ -273,6 +274,28 @@ export class LoopThread implements LoopRef {
     return this.#linkFor(getEventLoop()).submit<T>(name, args);
   }
 
+  /**
+   * A new MessagePort whose far end the thread serves with comlink: any comlink client (in any
+   * thread it is moved to) calls the hosted module's own exported functions through
+   * `Comlink.wrap(port)`, each call run in the thread's loop (a coroutine function as a Task);
+   * other names are refused as by `call`. `wrapComlink(port)` gives Futures instead of Promises.
+   * The port closes when the thread ends (a `wrapComlink` proxy then fails its pending calls).
+   *
+   * @example
+   * ```ts
+   * const svc = Comlink.wrap<typeof import('./svc.js')>(lt.comlinkPort() as unknown as Comlink.Endpoint);
+   * await svc.add(1, 2); // 3
+   * ```
+   */
+  comlinkPort(): MessagePort {
+    const death = this.#death;
+    if (death !== null) throw death();
+    const { port1, port2 } = _comlinkChannel(`LoopThread '${this.name}' (thread ${this.threadId})`);
+    const message: ToWorker = { type: 'comlink', port: port2 };
+    this.#worker.postMessage(message, [port2]);
+    return port1;
+  }
+
   /** A typed view of the hosted module: `lt.proxy<typeof import('./svc.js')>().add(1, 2)`. */
   proxy<M>(): RemoteProxy<M> {
     return makeProxy<M>(this);
@@ -293,6 +316,8 @@ export class LoopThread implements LoopRef {
       if (this.#death === null) {
         const message: ToWorker = { type: 'close' };
         this.#worker.postMessage(message);
+        // Whoever awaits the close is kept alive until the thread is gone (the worker is unref'd otherwise).
+        this.#worker.ref();
         const timer = setTimeout(() => {
           this.#terminated = true;
           void this.#worker.terminate();
@@ -483,6 +508,7 @@ export async function _hostLoopThread(): Promise<void> {
 
   control.on('message', (message: ToWorker) => {
     if (message.type === 'link') new Link(loop, message.ports, target, 'a loop of the parent thread');
+    else if (message.type === 'comlink') _serveComlink(loop, message.port, (name) => target.lookup(name));
     else if (message.type === 'close') loop.callSoonThreadsafe(() => void loop.createTask(shutdown(loop)));
   });
   control.unref();
@@ -495,6 +521,7 @@ export async function _hostLoopThread(): Promise<void> {
   };
   control.postMessage(ready);
   await running;
+  _closeServedComlinkPorts();
   loop.close();
   control.close();
 }

@@ -21,7 +21,7 @@
 import { isMainThread, receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
 import { ConcurrentFuture } from './concurrent-future.js';
 import type { CallsInFlight, EventLoop, Flushable, InboxReceiver } from '../base-events.js';
-import { isCoroutine } from '../coroutines.js';
+import { _isThenable, isCoroutine } from '../coroutines.js';
 import { RuntimeError } from '../exceptions.js';
 import { CANCELLED, FAILED, Future } from '../futures.js';
 import { ensureFuture } from '../task.js';
@@ -29,8 +29,9 @@ import { collectTransfers } from '../transfer.js';
 import { decodeError, encodeError, type EncodedError } from './errors.js';
 import { typeName } from './format.js';
 import { quoteName } from './module-ref.js';
-import { findUncloneable } from './uncloneable.js';
+import { CALLBACK_HINT, findUncloneable } from './uncloneable.js';
 import { fromWire, toWire } from './wire.js';
+import { _Callbacks, _isComlinkProxy, _takeReceivedCallbacks } from '../comlink.js';
 import {
   ARGS_ARRAY,
   ARGS_NONE,
@@ -222,12 +223,14 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       future._setExceptionUnchecked(death());
       return future;
     }
+    let callbacks: _Callbacks | null;
     try {
-      this.#encodeArgs('call', name, args);
+      callbacks = this.#encodeArgs('call', name, args);
     } catch (error) {
       future._setExceptionUnchecked(error);
       return future;
     }
+    callbacks?.releaseWhenDone(future as Future<unknown>);
     const id = ++this.#nextId;
     future._link = this;
     future._id = id;
@@ -247,12 +250,14 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       settle(future as ConcurrentFuture<unknown>, OP_ERROR, death());
       return future;
     }
+    let callbacks: _Callbacks | null;
     try {
-      this.#encodeArgs('call', name, args);
+      callbacks = this.#encodeArgs('call', name, args);
     } catch (error) {
       settle(future as ConcurrentFuture<unknown>, OP_ERROR, error);
       return future;
     }
+    callbacks?.releaseWhenDone(future as ConcurrentFuture<unknown>);
     // The bell goes first: the peer must know it before the call runs (the call may end the thread).
     const bell = this.#ensureBell();
     const id = ++this.#nextId;
@@ -309,21 +314,32 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   notify(name: string, args: unknown[]): void {
     const death = this.#death;
     if (death !== null) throw death();
+    // Callbacks of a callSoonThreadsafe are released by the far side once the call has run.
     this.#encodeArgs('callSoonThreadsafe', name, args);
     this.#pushCall(OP_NOTIFY, 0, name, args);
   }
 
-  /** Prepare the arguments of a call to cross (see wire.ts); a TypeError naming the call when one cannot. */
-  #encodeArgs(what: string, name: string, args: unknown[]): void {
+  /**
+   * Prepare the arguments of a call to cross (see wire.ts); a TypeError naming the call when one
+   * cannot. `Comlink.proxy(fn)` arguments stay here, served to the call: their release is returned.
+   */
+  #encodeArgs(what: string, name: string, args: unknown[]): _Callbacks | null {
+    let callbacks: _Callbacks | null = null;
     for (let i = 0; i < args.length; i++) {
       const arg = args[i];
-      if (typeof arg !== 'object' || arg === null) continue;
+      if (typeof arg !== 'object' || arg === null) {
+        // Other functions fail as values that cannot be cloned do, when the batch is posted.
+        if (typeof arg === 'function' && _isComlinkProxy(arg)) args[i] = (callbacks ??= new _Callbacks(this.loop)).send(arg);
+        continue;
+      }
       try {
         args[i] = toWire(arg, `argument ${i + 1}`);
       } catch (error) {
+        callbacks?.release();
         throw new TypeError(`cannot send ${what} ${quoteName(name)} to ${this.#peer}: ${(error as Error).message}`, { cause: error });
       }
     }
+    return callbacks;
   }
 
   /** Send back the result of call `id`, or the error of a result that cannot cross. */
@@ -558,7 +574,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     if (op === OP_CALL || op === OP_NOTIFY) {
       const what = describeUncloneable((first & ARGS_ARRAY) !== 0 ? (b as unknown[]) : [b]);
       const name = quoteName(this.#sentList[a as number] as string);
-      const failure = new TypeError(`cannot send ${op === OP_CALL ? 'call' : 'callSoonThreadsafe'} ${name} to ${this.#peer}: ${what} cannot be cloned (${reason})`);
+      const hint = what.endsWith('(Function)') ? CALLBACK_HINT : '';
+      const failure = new TypeError(`cannot send ${op === OP_CALL ? 'call' : 'callSoonThreadsafe'} ${name} to ${this.#peer}: ${what} cannot be cloned (${reason})${hint}`);
       this.#failRecord(op, id, failure);
     } else if (op === OP_RESULT) {
       const failure = new TypeError(`the result of ${this.#nameHere(b)} cannot be sent to ${this.#peer}: ${typeName(a)} cannot be cloned (${reason})`);
@@ -811,31 +828,36 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   #start(id: number, nameId: number, args: unknown[]): void {
     const name = this.#names[nameId] as string;
     let result: unknown;
+    let release: (() => void) | null = null;
     try {
       let fn = this.#functions[nameId];
       if (fn === undefined) {
         fn = this.#target.lookup(name);
         this.#functions[nameId] = fn;
       }
+      let decoded = false;
       for (let i = 0; i < args.length; i++) {
         const arg = args[i];
-        if (typeof arg === 'object' && arg !== null) args[i] = fromWire(arg);
+        if (typeof arg === 'object' && arg !== null) {
+          args[i] = fromWire(arg);
+          decoded = true;
+        }
       }
+      if (decoded) release = _takeReceivedCallbacks();
       result = fn(...args);
     } catch (error) {
+      (release ?? _takeReceivedCallbacks())?.();
       if (id === 0) throw error;
       this.#push(OP_ERROR, id, encodeError(error), nameId);
       return;
     }
-    const awaitable =
-      isCoroutine(result) ||
-      result instanceof Future ||
-      (result !== null && typeof result === 'object' && typeof (result as PromiseLike<unknown>).then === 'function');
-    if (!awaitable) {
+    if (!isCoroutine(result) && !_isThenable(result)) {
       if (id !== 0) this.#reply(id, nameId, result);
+      release?.();
       return;
     }
     const future = ensureFuture(result as Future<unknown>, { loop: this.loop });
+    if (release !== null) future.addDoneCallback(release);
     if (id === 0) {
       future.addDoneCallback((done) => {
         if (done.cancelled() || done.exception() === null) return;

@@ -96,5 +96,11 @@ export interface CloseMessage {
   type: 'close';
 }
 
-export type ToWorker = LinkMessage | CloseMessage;
+/** Parent to worker: serve the hosted module with comlink on `port`. */
+export interface ComlinkMessage {
+  type: 'comlink';
+  port: MessagePort;
+}
+
+export type ToWorker = LinkMessage | CloseMessage | ComlinkMessage;
 export type FromWorker = ReadyMessage | FailedMessage;

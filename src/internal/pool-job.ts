@@ -20,6 +20,7 @@
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, parentPort, threadId, type MessagePort, type Transferable } from 'node:worker_threads';
+import { _isThenable } from '../coroutines.js';
 import { collectTransfers } from '../transfer.js';
 import { encodeError, type EncodedError } from './errors.js';
 import { typeName } from './format.js';
@@ -27,6 +28,7 @@ import { moduleUrlOf, quoteName, shortName } from './module-ref.js';
 import { importUserModule } from './ts-loader.js';
 import { describeUncloneable, findUncloneable } from './uncloneable.js';
 import { fromWire, toWire } from './wire.js';
+import { _takeReceivedCallbacks } from '../comlink.js';
 
 /** The job waits: the thread has not reached it. */
 export const QUEUED = 0;
@@ -211,13 +213,6 @@ function call(fn: JobFunction, args: unknown[], first: number, argc: number): un
   }
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
-}
 
 /** The batch this thread runs or last ran: the next one starts after it. */
 let previous: Promise<unknown> = Promise.resolve();
@@ -261,6 +256,7 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
     const url = fns[at * 2] as string;
     const exportName = fns[at * 2 + 1] as string;
     let state: number;
+    let release: (() => void) | null = null;
     try {
       let fn = resolved[at];
       if (fn === undefined) {
@@ -273,18 +269,29 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
         resolved[at] = fn;
       }
       // After the import: the job's module registers the classes its arguments may hold.
+      let decoded = false;
       for (let k = first; k < first + argc; k++) {
         const arg = args[k];
-        if (typeof arg === 'object' && arg !== null) args[k] = fromWire(arg);
+        if (typeof arg === 'object' && arg !== null) {
+          args[k] = fromWire(arg);
+          decoded = true;
+        }
       }
+      if (decoded) release = _takeReceivedCallbacks();
       let result = call(fn, args, first, argc);
-      if (isThenable(result)) result = await result;
+      if (_isThenable(result)) result = await result;
       state = primitiveState(result);
       if (state === DONE_NUMBER) values[i] = result as number;
       else if (state === DONE_POSTED) sendValue(id, i, result, exportName, url);
     } catch (error) {
+      release ??= _takeReceivedCallbacks();
       sendError(id, i, error);
       state = DONE_POSTED;
+    }
+    // Comlink.proxy callbacks the job was given: it ended, so they go.
+    if (release !== null) {
+      release();
+      release = null;
     }
     Atomics.store(slots, i, state);
   }

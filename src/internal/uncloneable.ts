@@ -110,8 +110,13 @@ function walk(value: unknown, path: string): Uncloneable | null {
  */
 export function describeUncloneable(found: Uncloneable): string {
   const article = /^[aeiou]/i.test(found.type) ? 'an' : 'a';
-  return `${found.path} is ${article} ${found.type}, which cannot be cloned`;
+  // A function given as an argument itself can be a callback, as comlink makes them.
+  const hint = found.type === 'function' && /^argument \d+$/.test(found.path) ? CALLBACK_HINT : '';
+  return `${found.path} is ${article} ${found.type}, which cannot be cloned${hint}`;
 }
+
+/** How a function argument can cross after all. */
+export const CALLBACK_HINT = ' (mark it with Comlink.proxy(fn) to let the other side call it back)';
 
 /**
  * Whether `value` nests containers (arrays, objects, maps, sets) deeper than `limit` levels, the

@@ -56,8 +56,23 @@ export function toWire(value: unknown, what: string): unknown {
 export function fromWire(value: unknown): unknown {
   if (typeof value !== 'object' || value === null) return value;
   const envelope = value as Record<string, unknown>;
-  if (envelope[WIRE] !== 'value') return value;
-  return new Decoder().decode(envelope.value);
+  const tag = envelope[WIRE];
+  if (tag === 'value') return new Decoder().decode(envelope.value);
+  if (tag === 'callback' && callbackDecoder !== null) return callbackDecoder(envelope);
+  return value;
+}
+
+/** Makes the callable a `Comlink.proxy(fn)` argument arrives as (set by comlink.ts, which owns comlink). */
+let callbackDecoder: ((record: Record<string, unknown>) => unknown) | null = null;
+
+/**
+ * Let `decode` turn the records of `Comlink.proxy(fn)` arguments (`{ [WIRE]: 'callback', port }`)
+ * into callables.
+ *
+ * @internal
+ */
+export function _setCallbackDecoder(decode: (record: Record<string, unknown>) => unknown): void {
+  callbackDecoder = decode;
 }
 
 /** Whether `root` holds errors or registered instances; throws for an unregistered class with methods. */

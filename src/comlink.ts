@@ -1,0 +1,523 @@
+/**
+ * comlink, the worker RPC library most Node and web teams know, as a door to every loop and back:
+ * `lt.comlinkPort()` serves a LoopThread's module to any comlink client, `wrapComlink()` lets a
+ * coroutine await any comlink-exposed worker as Futures (failing them when its thread dies, where
+ * bare comlink waits forever), and a `Comlink.proxy(fn)` argument of `lt.call`,
+ * `lt.callSoonThreadsafe`, `runInExecutor` or `toThread` stays home and runs in the caller's loop
+ * each time the other side calls it. The only module that imports comlink.
+ *
+ * Errors thrown across comlink keep more than comlink alone keeps (its message, name and stack):
+ * this module gives comlink's `throw` handler the library's error encoding beside those three,
+ * so a thread that imports multiloop rebuilds the error's class, cause and own properties, and a
+ * bare comlink client still gets an Error with the message, name, stack and own primitive
+ * properties (`code`...).
+ */
+import { isNativeError } from 'node:util/types';
+import { MessageChannel, MessagePort, Worker, receiveMessageOnPort, type Transferable } from 'node:worker_threads';
+import { createRequire } from 'node:module';
+import type * as ComlinkModule from 'comlink';
+import type nodeAdapter from 'comlink/dist/umd/node-adapter.js';
+import type { EventLoop } from './base-events.js';
+import { _isThenable, isCoroutine } from './coroutines.js';
+import { RuntimeError } from './exceptions.js';
+import { Future, type LoopOption } from './futures.js';
+import { type ConcurrentFuture } from './internal/concurrent-future.js';
+import { decodeError, encodeError, type EncodedError } from './internal/errors.js';
+import { repr } from './internal/format.js';
+import { _getEventLoop, _getRunningLoop } from './internal/running.js';
+import { WIRE, _setCallbackDecoder } from './internal/wire.js';
+import { ensureFuture } from './task.js';
+import { move } from './transfer.js';
+
+// comlink is CommonJS: required rather than imported, it is the same module users import, without
+// the ES-module loader's scan of its source for export names at every thread's start.
+const require = createRequire(import.meta.url);
+const Comlink = require('comlink') as typeof ComlinkModule;
+/** comlink's adapter of Node's ports and workers (its CommonJS export is the function itself). */
+const nodeEndpoint = require('comlink/dist/umd/node-adapter.js') as typeof nodeAdapter.default;
+
+// ───────────────────────────── errors through comlink ─────────────────────────────
+
+/** The key, beside comlink's message, name and stack, that carries the library's encoding of an error. */
+const ENCODED = WIRE;
+
+interface ThrownValue {
+  isError: boolean;
+  value: unknown;
+}
+
+const comlinkThrow = Comlink.transferHandlers.get('throw') as ComlinkModule.TransferHandler<{ value: unknown }, ThrownValue>;
+
+Comlink.transferHandlers.set('throw', {
+  canHandle: comlinkThrow.canHandle,
+  serialize(thrown: { value: unknown }): [ThrownValue, Transferable[]] {
+    const error = thrown.value;
+    if (!(error instanceof Error) && !isNativeError(error)) return comlinkThrow.serialize(thrown);
+    const value: Record<string, unknown> = {};
+    // Own primitive properties (code, errno...) for a bare comlink client, which assigns them to its Error.
+    for (const key of Object.keys(error)) {
+      const item = (error as unknown as Record<string, unknown>)[key];
+      if (item === null || (typeof item !== 'object' && typeof item !== 'function' && typeof item !== 'symbol')) value[key] = item;
+    }
+    value.message = error.message;
+    value.name = error.name;
+    value.stack = error.stack;
+    value[ENCODED] = encodeError(error);
+    return [{ isError: true, value }, []];
+  },
+  deserialize(serialized: ThrownValue): never {
+    const value = serialized.value as Record<string, unknown> | null;
+    if (serialized.isError && value !== null && typeof value === 'object' && value[ENCODED] !== undefined) {
+      throw decodeError(value[ENCODED] as EncodedError);
+    }
+    return comlinkThrow.deserialize(serialized) as never;
+  },
+});
+
+// ───────────────────────────── running a call in a loop ─────────────────────────────
+
+/**
+ * Run `fn(...args)` in `loop`, inside an iteration (at once when this is one of its iterations);
+ * a coroutine runs as a Task, an awaitable is awaited. The Promise settles with the outcome.
+ */
+function runInLoop(loop: EventLoop, fn: (...args: unknown[]) => unknown, args: unknown[]): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const run = (): void => {
+      let result: unknown;
+      try {
+        result = fn(...args);
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      if (!isCoroutine(result) && !_isThenable(result)) {
+        resolve(result);
+        return;
+      }
+      ensureFuture(result, { loop }).addDoneCallback((done) => {
+        if (done.cancelled()) reject(done._makeCancelledError());
+        else if (done.exception() !== null) reject(done.exception());
+        else resolve(done.result());
+      });
+    };
+    if (loop.isClosed()) reject(new RuntimeError('Event loop is closed'));
+    else if (_getRunningLoop() === loop && loop._inDrive()) run();
+    else loop.callSoonThreadsafe(run);
+  });
+}
+
+// ───────────────────────────── lt.comlinkPort(): serving a LoopThread ─────────────────────────────
+
+/** Whose thread serves each `lt.comlinkPort()` port made here, to name it in errors. */
+const owners = new WeakMap<MessagePort, string>();
+
+/** The ports this thread serves with comlink, closed when its loop ends so that nothing keeps the thread alive. */
+const served = new Set<MessagePort>();
+
+/**
+ * Serve `lookup`'s functions on `port` with comlink: each call runs in `loop`, a coroutine
+ * function as a Task; a name `lookup` refuses rejects with its TypeError.
+ *
+ * @internal
+ */
+export function _serveComlink(loop: EventLoop, port: MessagePort, lookup: (name: string) => (...args: unknown[]) => unknown): void {
+  const callers = new Map<string, (...args: unknown[]) => Promise<unknown>>();
+  const target = new Proxy(Object.create(null) as object, {
+    get(_target, property) {
+      if (typeof property !== 'string') return undefined;
+      let caller = callers.get(property);
+      if (caller === undefined) {
+        caller = (...args: unknown[]) => {
+          let fn: (...args: unknown[]) => unknown;
+          try {
+            fn = lookup(property);
+          } catch (error) {
+            return Promise.reject(error as Error);
+          }
+          return runInLoop(loop, fn, args);
+        };
+        callers.set(property, caller);
+      }
+      return caller;
+    },
+  });
+  served.add(port);
+  // The client's thread ending closes the port: stop listening, let it go.
+  port.once('close', () => {
+    served.delete(port);
+    port.removeAllListeners('message');
+  });
+  Comlink.expose(target, nodeEndpoint(port));
+}
+
+/**
+ * Close every port this thread serves with comlink (its loop is ending); their clients' pending
+ * calls fail there when the client is `wrapComlink`.
+ *
+ * @internal
+ */
+export function _closeServedComlinkPorts(): void {
+  for (const port of [...served]) port.close();
+  served.clear();
+}
+
+/**
+ * A new MessageChannel for `lt.comlinkPort()`: the caller keeps `port1`, the thread serves `port2`.
+ * `port1` remembers whose it is, so that `wrapComlink(port1)` names the thread when it dies.
+ *
+ * @internal
+ */
+export function _comlinkChannel(owner: string): MessageChannel {
+  const channel = new MessageChannel();
+  owners.set(channel.port1, owner);
+  return channel;
+}
+
+// ───────────────────────────── wrapComlink(): awaiting a comlink worker ─────────────────────────────
+
+/** What a method of a comlink-exposed object gives when called through `wrapComlink`: a generator's return value or the awaited result. */
+export type ComlinkResult<R> = R extends Generator<unknown, infer U, unknown> ? U : Awaited<R>;
+
+/**
+ * The methods of `T` as seen through `wrapComlink`: same arguments, each call a Future of the
+ * caller's loop; and `close()`, which releases the proxy.
+ */
+export type FutureProxy<T> = {
+  readonly [K in keyof T as T[K] extends (...args: never[]) => unknown ? K : never]: T[K] extends (...args: infer A) => infer R
+    ? (...args: A) => Future<ComlinkResult<R>>
+    : never;
+} & {
+  /**
+   * Release the proxy: the exposing side is told (comlink's release), a MessagePort given to
+   * `wrapComlink` is closed, and calls still pending fail with a RuntimeError. Idempotent.
+   */
+  close(): void;
+};
+
+/**
+ * A proxy of the object exposed with `Comlink.expose` at the far end of `endpoint` (a Worker, a
+ * MessagePort such as `lt.comlinkPort()`'s, or any comlink Endpoint): each method call returns a
+ * Future of `options.loop` (else the running or current loop). When the endpoint is a Worker, or
+ * a MessagePort whose far end closes (its thread died), pending Futures fail with a RuntimeError
+ * naming it — bare comlink would wait forever. Cancelling a Future stops waiting for the call;
+ * comlink cannot stop the call itself. A remote method named `close` is shadowed by the proxy's
+ * own `close()`.
+ *
+ * @example
+ * ```ts
+ * const svc = wrapComlink<typeof import('./svc.js')>(lt.comlinkPort());
+ * const sum = yield* svc.add(1, 2);
+ * svc.close();
+ * ```
+ */
+export function wrapComlink<T>(endpoint: Worker | MessagePort | ComlinkModule.Endpoint, options?: LoopOption): FutureProxy<T> {
+  const loop = options?.loop ?? _getEventLoop();
+  if (endpoint instanceof Worker) return new ComlinkClient(loop, nodeEndpoint(endpoint), endpoint, null).proxy as FutureProxy<T>;
+  if (endpoint instanceof MessagePort) return new ComlinkClient(loop, nodeEndpoint(endpoint), null, endpoint).proxy as FutureProxy<T>;
+  if (
+    endpoint === null ||
+    typeof endpoint !== 'object' ||
+    typeof (endpoint as Partial<ComlinkModule.Endpoint>).postMessage !== 'function' ||
+    typeof (endpoint as Partial<ComlinkModule.Endpoint>).addEventListener !== 'function' ||
+    typeof (endpoint as Partial<ComlinkModule.Endpoint>).removeEventListener !== 'function'
+  ) {
+    throw new TypeError(`wrapComlink() needs a Worker, a MessagePort or a comlink Endpoint, got ${repr(endpoint)}`);
+  }
+  return new ComlinkClient(loop, endpoint, null, null).proxy as FutureProxy<T>;
+}
+
+type Remote = Record<string, (...args: unknown[]) => Promise<unknown>> & { [Comlink.releaseProxy]: () => void };
+
+/** The state behind one `wrapComlink` proxy. */
+class ComlinkClient {
+  readonly proxy: object;
+  readonly #loop: EventLoop;
+  readonly #remote: Remote;
+  readonly #pending = new Set<Future<unknown>>();
+  readonly #methods = new Map<string, (...args: unknown[]) => Future<unknown>>();
+  readonly #worker: Worker | null;
+  readonly #port: MessagePort | null;
+  /** Why calls fail from now on; null while the proxy can be used. */
+  #failure: (() => Error) | null = null;
+  readonly #onExit: ((code: number) => void) | null = null;
+  readonly #onError: ((error: Error) => void) | null = null;
+  readonly #onClose: (() => void) | null = null;
+  #uncaught: Error | null = null;
+
+  constructor(loop: EventLoop, endpoint: ComlinkModule.Endpoint, worker: Worker | null, port: MessagePort | null) {
+    this.#loop = loop;
+    this.#worker = worker;
+    this.#port = port;
+    this.#remote = Comlink.wrap(endpoint) as unknown as Remote;
+    if (worker !== null) {
+      const name = `worker thread ${worker.threadId}`;
+      this.#onError = (error) => {
+        this.#uncaught = error;
+      };
+      this.#onExit = (code) => {
+        const uncaught = this.#uncaught;
+        this.#die(() =>
+          uncaught === null
+            ? new RuntimeError(`${name} died: it exited with code ${code}`)
+            : new RuntimeError(`${name} died: uncaught ${uncaught.name}: ${uncaught.message}`, { cause: uncaught }),
+        );
+      };
+      worker.on('error', this.#onError);
+      worker.once('exit', this.#onExit);
+    } else if (port !== null) {
+      const owner = owners.get(port) ?? 'the thread at the far end of the MessagePort';
+      this.#onClose = () => this.#die(() => new RuntimeError(`${owner} closed the comlink port: its thread ended or closed it`));
+      port.once('close', this.#onClose);
+    }
+    this.proxy = new Proxy(Object.create(null) as object, {
+      get: (_target, property) => {
+        // Not a thenable: `await proxy` must not look for `then`.
+        if (typeof property !== 'string' || property === 'then') return undefined;
+        if (property === 'close') return this.#close;
+        let method = this.#methods.get(property);
+        if (method === undefined) {
+          method = (...args: unknown[]) => this.#call(property, args);
+          this.#methods.set(property, method);
+        }
+        return method;
+      },
+    });
+  }
+
+  #call(name: string, args: unknown[]): Future<unknown> {
+    const loop = this.#loop;
+    const failure = this.#failure;
+    let promise: Promise<unknown>;
+    try {
+      if (failure !== null) throw failure();
+      promise = this.#remote[name]!(...args);
+    } catch (error) {
+      const failed = loop.createFuture<unknown>();
+      failed._setExceptionUnchecked(error);
+      return failed;
+    }
+    // ensureFuture settles it in a loop iteration, and ignores an outcome once it is done
+    // (cancelled, or failed by the death of the far side).
+    const future = ensureFuture(promise, { loop });
+    this.#pending.add(future);
+    future.addDoneCallback(() => this.#pending.delete(future));
+    return future;
+  }
+
+  /** The far side is gone: fail what is pending and what comes. */
+  #die(makeError: () => Error): void {
+    if (this.#failure !== null) return;
+    this.#failure = makeError;
+    this.#detach();
+    this.#failPending(makeError);
+  }
+
+  #failPending(makeError: () => Error): void {
+    const loop = this.#loop;
+    for (const future of [...this.#pending]) {
+      if (loop.isClosed()) break;
+      loop.callSoonThreadsafe(() => {
+        if (!future.done()) future._setExceptionUnchecked(makeError());
+      });
+    }
+    this.#pending.clear();
+  }
+
+  #detach(): void {
+    if (this.#worker !== null) {
+      this.#worker.off('error', this.#onError as (error: Error) => void);
+      this.#worker.off('exit', this.#onExit as (code: number) => void);
+    }
+    if (this.#port !== null) this.#port.off('close', this.#onClose as () => void);
+  }
+
+  readonly #close = (): void => {
+    if (this.#failure !== null) return;
+    const makeError = (): Error => new RuntimeError('the comlink proxy is closed');
+    this.#failure = makeError;
+    this.#detach();
+    try {
+      this.#remote[Comlink.releaseProxy]();
+    } catch {
+      // Already released by comlink: nothing more to tell the far side.
+    }
+    this.#port?.close();
+    this.#failPending(makeError);
+  };
+}
+
+// ───────────────────────────── Comlink.proxy(fn) arguments ─────────────────────────────
+
+/** Whether `fn` was marked with `Comlink.proxy()`. */
+export function _isComlinkProxy(fn: unknown): fn is (...args: unknown[]) => unknown {
+  if (typeof fn !== 'function') return false;
+  if ((fn as { [Comlink.proxyMarker]?: unknown })[Comlink.proxyMarker] === true) return true;
+  // The mark of another copy of comlink (its ES module build, say), by the symbol's description.
+  for (const key of Object.getOwnPropertySymbols(fn)) {
+    if (key.description === 'Comlink.proxy' && (fn as unknown as Record<symbol, unknown>)[key] === true) return true;
+  }
+  return false;
+}
+
+/**
+ * The `Comlink.proxy(fn)` arguments of one call, sent from their loop: each stays home, served
+ * on a MessageChannel whose far port crosses in its place; all are released together when the
+ * call settles.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * const callbacks = new _Callbacks(loop);
+ * args[i] = callbacks.send(args[i]);
+ * callbacks.releaseWhenDone(future);
+ * ```
+ */
+export class _Callbacks {
+  readonly #loop: EventLoop;
+  readonly #releases: (() => void)[] = [];
+
+  constructor(loop: EventLoop) {
+    this.#loop = loop;
+  }
+
+  /** What crosses in place of `fn`: a record holding the far port (moved, not copied). */
+  send(fn: (...args: unknown[]) => unknown): unknown {
+    const loop = this.#loop;
+    const { port1, port2 } = new MessageChannel();
+    let listener: ((event: { data: unknown }) => void) | null = null;
+    let closed = false;
+    const close = (): void => {
+      if (closed) return;
+      closed = true;
+      port1.close();
+    };
+    port1.once('close', () => {
+      closed = true;
+    });
+    const endpoint: ComlinkModule.Endpoint = {
+      postMessage: (message: unknown, transfer?: Transferable[]) => {
+        if (!closed) port1.postMessage(message, transfer as never);
+      },
+      addEventListener: (_type: string, handler: Parameters<ComlinkModule.Endpoint['addEventListener']>[1]) => {
+        listener = handler as (event: { data: unknown }) => void;
+        port1.on('message', (data: unknown) => listener?.({ data }));
+      },
+      // comlink stops listening after the far side released the proxy: the channel is done.
+      removeEventListener: () => {
+        listener = null;
+        queueMicrotask(close);
+      },
+    };
+    Comlink.expose((...args: unknown[]) => runInLoop(loop, fn, args), endpoint);
+    this.#releases.push(() => {
+      if (closed) return;
+      // Calls made before the call settled may still be on their way: they run now, in order.
+      for (;;) {
+        if (closed || listener === null) break;
+        const received = receiveMessageOnPort(port1);
+        if (received === undefined) break;
+        listener({ data: received.message });
+      }
+      close();
+    });
+    return { [WIRE]: 'callback', port: move(port2) };
+  }
+
+  /** Release the callbacks once `future` is done, inside an iteration of the loop when it still runs. */
+  releaseWhenDone(future: Future<unknown> | ConcurrentFuture<unknown>): void {
+    if (future instanceof Future) {
+      future.addDoneCallback(() => this.release());
+      return;
+    }
+    future.addDoneCallback(() => {
+      const loop = this.#loop;
+      if (loop.isClosed()) this.release();
+      else loop.callSoonThreadsafe(() => this.release());
+    });
+  }
+
+  /** Stop serving the callbacks; calls that arrived first still run. */
+  release(): void {
+    const releases = this.#releases.splice(0);
+    for (const release of releases) release();
+  }
+}
+
+/** Callbacks decoded by the arguments of the call being started, released when it ends. */
+let received: (() => void)[] | null = null;
+
+/**
+ * The callable a `Comlink.proxy(fn)` argument arrives as: a comlink proxy of the port. Once the
+ * call it came with has ended (or its caller is gone), calls fail with a RuntimeError; one still
+ * waiting then fails too, without being reported as unhandled when nobody awaits it (a progress
+ * report sent and forgotten).
+ */
+function receiveCallback(record: Record<string, unknown>): unknown {
+  const port = record.port as MessagePort;
+  const remote = Comlink.wrap(nodeEndpoint(port)) as unknown as ((...args: unknown[]) => Promise<unknown>) & Remote;
+  const pending = new Map<Promise<unknown>, (error: Error) => void>();
+  let closed = false;
+  const ended = (): Error =>
+    new RuntimeError('the Comlink.proxy callback was released: the call it was passed to has ended, or its caller is gone');
+  const end = (): void => {
+    if (closed) return;
+    closed = true;
+    const error = ended();
+    for (const [promise, reject] of pending) {
+      promise.catch(ignore);
+      reject(error);
+    }
+    pending.clear();
+  };
+  port.once('close', end);
+  port.unref();
+  (received ??= []).push(() => {
+    if (closed) return;
+    end();
+    try {
+      remote[Comlink.releaseProxy]();
+    } catch {
+      // Already released.
+    }
+  });
+  return (...args: unknown[]): Promise<unknown> => {
+    if (closed) return Promise.reject(ended());
+    let reject: (error: Error) => void = ignore;
+    const promise = new Promise<unknown>((resolve, rejectCall) => {
+      reject = rejectCall;
+      remote(...args).then(
+        (value) => {
+          pending.delete(promise);
+          resolve(value);
+        },
+        (error: unknown) => {
+          pending.delete(promise);
+          rejectCall(error as Error);
+        },
+      );
+    });
+    pending.set(promise, reject);
+    return promise;
+  };
+}
+
+function ignore(): void {
+  // An outcome nobody needs.
+}
+
+_setCallbackDecoder(receiveCallback);
+
+/**
+ * The release of the callbacks the arguments just decoded brought (null when none): the
+ * receiving side calls it when the call ends.
+ *
+ * @internal
+ */
+export function _takeReceivedCallbacks(): (() => void) | null {
+  const taken = received;
+  if (taken === null) return null;
+  received = null;
+  return () => {
+    for (const release of taken) release();
+  };
+}
