@@ -23,6 +23,21 @@ import { _cancelOnAbort, _checkSignal, type SignalOption } from './interop.js';
 import { wrapFuture } from './concurrent.js';
 import { createDefaultExecutor, type Executor } from './executor.js';
 import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
+import {
+  _createConnection,
+  _createDatagramEndpoint,
+  _createServer,
+  _getaddrinfo,
+  type AddrInfo,
+  type CreateConnectionOptions,
+  type CreateServerOptions,
+  type DatagramEndpointOptions,
+  type GetaddrinfoOptions,
+  type Server,
+} from './connections.js';
+import type { DatagramProtocol, Protocol } from './protocols.js';
+import { _addSignalHandler, _removeSignalHandler } from './signals.js';
+import type { DatagramTransport, Transport } from './transports.js';
 
 /** asyncio: purge the timer heap when it holds more than this many timers... */
 const MIN_SCHEDULED_TIMER_HANDLES = 100;
@@ -543,6 +558,119 @@ export class EventLoop {
     }
     executor.shutdown(true).then(() => finish(), (error: unknown) => finish(error));
     return future;
+  }
+
+  // ───────────────────────────── signals ─────────────────────────────
+
+  /**
+   * Call `callback(...args)` in a loop iteration whenever signal `sig` arrives; replaces this
+   * loop's previous handler for `sig` (add_signal_handler). Main thread only: in a worker thread
+   * it throws RuntimeError, as it does for a closed loop or a signal that cannot be caught
+   * (SIGKILL, SIGSTOP); a number outside 1..64 is a RangeError, a non-function a TypeError.
+   * While the loop handles SIGINT, `run()` leaves SIGINT to it.
+   *
+   * @example
+   * ```ts
+   * loop.addSignalHandler('SIGTERM', () => server.close());
+   * ```
+   */
+  addSignalHandler<A extends unknown[]>(sig: NodeJS.Signals | number, callback: (...args: A) => void, ...args: A): void {
+    // As asyncio: a coroutine function is refused whether or not in debug mode.
+    checkCallback(callback, 'addSignalHandler', true);
+    _addSignalHandler(this, sig, callback as unknown as (...args: never[]) => void, args);
+  }
+
+  /**
+   * Remove the handler for `sig`; the signal's default behaviour comes back (unless another
+   * listener is left); returns whether a handler was set (remove_signal_handler). In a worker
+   * thread it throws RuntimeError.
+   */
+  removeSignalHandler(sig: NodeJS.Signals | number): boolean {
+    return _removeSignalHandler(this, sig);
+  }
+
+  // ───────────────────────────── network ─────────────────────────────
+
+  /**
+   * Connect to `host:port` and drive `protocolFactory()` from the socket; returns once the
+   * protocol's `connectionMade` ran (create_connection). A connection refused or a name that
+   * does not resolve raises Node's error, with its `code`.
+   *
+   * @example
+   * ```ts
+   * const [transport, protocol] = yield* loop.createConnection(() => new Client(), '127.0.0.1', 8888);
+   * ```
+   */
+  *createConnection<P extends Protocol>(
+    protocolFactory: () => P,
+    host: string,
+    port: number,
+    options: CreateConnectionOptions = {},
+  ): Coroutine<[transport: Transport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _createConnection(this, protocolFactory, { host, port }, options, 'createConnection()');
+  }
+
+  /** Connect to the Unix socket at `path` (create_unix_connection). */
+  *createUnixConnection<P extends Protocol>(
+    protocolFactory: () => P,
+    path: string,
+    options: CreateConnectionOptions = {},
+  ): Coroutine<[transport: Transport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _createConnection(this, protocolFactory, { path }, options, 'createUnixConnection()');
+  }
+
+  /**
+   * Listen on `host:port` (null host: every interface; port 0: a free one); each connection gets
+   * `protocolFactory()` (create_server).
+   *
+   * @example
+   * ```ts
+   * const server = yield* loop.createServer(() => new Echo(), '127.0.0.1', 0);
+   * const [, port] = server.address() as [string, number];
+   * ```
+   */
+  *createServer(protocolFactory: () => Protocol, host: string | null, port: number, options: CreateServerOptions = {}): Coroutine<Server> {
+    this.#checkClosed();
+    return yield* _createServer(this, protocolFactory, { host, port }, options, 'createServer()');
+  }
+
+  /** Listen on the Unix socket at `path`; closing the server removes the socket file (create_unix_server). */
+  *createUnixServer(protocolFactory: () => Protocol, path: string, options: CreateServerOptions = {}): Coroutine<Server> {
+    this.#checkClosed();
+    return yield* _createServer(this, protocolFactory, { path }, options, 'createUnixServer()');
+  }
+
+  /**
+   * Open a UDP endpoint bound to `localAddr` and/or connected to `remoteAddr`
+   * (create_datagram_endpoint).
+   *
+   * @example
+   * ```ts
+   * const [transport] = yield* loop.createDatagramEndpoint(() => new Pinger(), { remoteAddr: ['127.0.0.1', port] });
+   * ```
+   */
+  *createDatagramEndpoint<P extends DatagramProtocol>(
+    protocolFactory: () => P,
+    options: DatagramEndpointOptions,
+  ): Coroutine<[transport: DatagramTransport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _createDatagramEndpoint(this, protocolFactory, options);
+  }
+
+  /**
+   * Resolve `host` and `port` without blocking the loop (getaddrinfo): asyncio's 5-tuples, one
+   * per address and socket type.
+   *
+   * @example
+   * ```ts
+   * const [[family, , , , [address]]] = yield* loop.getaddrinfo('localhost', 80);
+   * ```
+   */
+  *getaddrinfo(host: string | null, port: number | string | null, options: GetaddrinfoOptions = {}): Coroutine<AddrInfo[]> {
+    this.#checkClosed();
+    return yield* _getaddrinfo(this, host, port, options);
   }
 
   /**

@@ -8,11 +8,13 @@ import { copyContext, type Context } from './contextvars.js';
 import { isCoroutine, type Coroutine } from './coroutines.js';
 import { newEventLoop, setEventLoop } from './events.js';
 import { CancelledError, KeyboardInterrupt, RuntimeError } from './exceptions.js';
+import { _hasSignalHandler } from './signals.js';
 import { repr } from './internal/format.js';
 import { _getRunningLoop } from './internal/running.js';
 import { CLOSING } from './internal/messages.js';
 import { _checkSignal, type SignalOption } from './interop.js';
 import { allTasks, type Task } from './task.js';
+import type { Future } from './futures.js';
 
 /** asyncio's THREAD_JOIN_TIMEOUT: how long teardown waits for the default executor, in seconds. */
 const THREAD_JOIN_TIMEOUT = 300;
@@ -81,7 +83,10 @@ export class Runner {
 
     let onSigint: (() => void) | null = null;
     if (isMainThread && process.listenerCount('SIGINT') === 0) {
-      onSigint = () => this.#onSigint(task);
+      // A handler the loop installed itself (loop.addSignalHandler) takes SIGINT over, as in asyncio.
+      onSigint = () => {
+        if (!_hasSignalHandler(loop, 'SIGINT')) this.#onSigint(task);
+      };
       process.on('SIGINT', onSigint);
     }
     this.#interruptCount = 0;
@@ -117,8 +122,10 @@ export class Runner {
     try {
       await cancelAllTasks(loop);
       await cancelCallsInFlight(loop);
-      await loop.runUntilComplete(loop.shutdownAsyncgens());
-      await loop.runUntilComplete(loop.shutdownDefaultExecutor(THREAD_JOIN_TIMEOUT));
+      // As coroutines, as asyncio.run awaits them: a Task each, so each takes two iterations
+      // (its step, then its done callback), and tasks spawned meanwhile get as many steps.
+      await loop.runUntilComplete(awaiting(() => loop.shutdownAsyncgens()));
+      await loop.runUntilComplete(awaiting(() => loop.shutdownDefaultExecutor(THREAD_JOIN_TIMEOUT)));
     } finally {
       if (this.#setEventLoop) setEventLoop(null);
       loop.close();
@@ -238,3 +245,7 @@ export async function run<T>(main: Coroutine<T>, options?: RunOptions & SignalOp
   }
 }
 
+/** A coroutine that awaits the Future `start()` gives, made when the coroutine first runs (asyncio's `async def` wrappers). */
+function* awaiting(start: () => Future<void>): Coroutine<void> {
+  yield* start();
+}

@@ -1,0 +1,542 @@
+/**
+ * The loop's network functions (asyncio's base_events: create_connection, create_server,
+ * create_datagram_endpoint, getaddrinfo, and Server), on Node's `net`, `tls`, `dgram` and `dns`.
+ * The EventLoop's methods of the same names call these; streams.ts builds on them.
+ */
+import * as dgram from 'node:dgram';
+import { lstatSync, unlinkSync } from 'node:fs';
+import * as net from 'node:net';
+import { createRequire } from 'node:module';
+import type * as tls from 'node:tls';
+import type { EventLoop } from './base-events.js';
+import type { Coroutine } from './coroutines.js';
+import { CancelledError, RuntimeError } from './exceptions.js';
+import type { Future } from './futures.js';
+import { INSPECT, repr } from './internal/format.js';
+import { eventFuture } from './internal/node-events.js';
+import type { DatagramProtocol, Protocol } from './protocols.js';
+import { DatagramTransport, Transport, _trackOpen, _untrackOpen, type LoopResource, type TransportOwner } from './transports.js';
+
+/** Options of `loop.createConnection`. */
+export interface CreateConnectionOptions {
+  /** TLS: `true` for Node's defaults (verify the peer), or `node:tls` connect options (`ca`, `rejectUnauthorized`, ...). */
+  ssl?: boolean | tls.ConnectionOptions;
+  /** The host name for SNI and certificate checks, when it differs from `host`. */
+  serverHostname?: string;
+}
+
+/** Options of `loop.createServer`. */
+export interface CreateServerOptions {
+  /** The listen backlog (the most connections queued before accept). */
+  backlog?: number;
+  /** TLS: `node:tls` server options (`key`, `cert`, ...). */
+  ssl?: tls.TlsOptions;
+  /** Start accepting at once (default true); else `startServing()` or `serveForever()` starts it. */
+  startServing?: boolean;
+  /**
+   * Let several servers (in several threads) listen on the same port, the kernel spreading the
+   * connections (SO_REUSEPORT). Needs Node 22.12 or later.
+   */
+  reusePort?: boolean;
+}
+
+/** Options of `loop.createDatagramEndpoint`: at least one of the two addresses. */
+export interface DatagramEndpointOptions {
+  /** The local `[host, port]` to bind (port 0: a free one). */
+  localAddr?: [host: string, port: number];
+  /** The peer `[host, port]` that `sendto(data)` without an address sends to. */
+  remoteAddr?: [host: string, port: number];
+}
+
+/** Options of `loop.getaddrinfo`. */
+export interface GetaddrinfoOptions {
+  /** 4 or 6 to restrict the address family; 0 (default) for both. */
+  family?: 0 | 4 | 6;
+}
+
+/** One result of `getaddrinfo`: asyncio's 5-tuple, with Node's address family numbers (4, 6). */
+export type AddrInfo = [family: 4 | 6, type: number, proto: number, canonname: string, sockaddr: [host: string, port: number]];
+
+const require = createRequire(import.meta.url);
+let tlsModule: typeof tls | null = null;
+let dnsModule: typeof import('node:dns') | null = null;
+
+/** node:tls, loaded on first use: most programs never open a TLS connection, and loading it costs every thread several ms. */
+function loadTls(): typeof tls {
+  return (tlsModule ??= require('node:tls') as typeof tls);
+}
+
+/** node:dns, loaded on first use, for the same reason. */
+function loadDns(): typeof import('node:dns') {
+  return (dnsModule ??= require('node:dns') as typeof import('node:dns'));
+}
+
+/** Where a server or a connection goes: a TCP host and port, or a Unix socket path. */
+export type Endpoint = { host: string | null; port: number } | { path: string };
+
+/** The socket types and protocols getaddrinfo lists for each address, as Linux's does without hints. */
+const SOCKET_TYPES: ReadonlyArray<[type: number, proto: number]> = [
+  [1, 6], // SOCK_STREAM, IPPROTO_TCP
+  [2, 17], // SOCK_DGRAM, IPPROTO_UDP
+  [3, 0], // SOCK_RAW
+];
+
+function checkPort(port: unknown, what: string): number {
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(`${what} port must be an integer from 0 to 65535, got ${repr(port)}`);
+  }
+  return port;
+}
+
+function checkFactory(factory: unknown, what: string): void {
+  if (typeof factory !== 'function') throw new TypeError(`${what} needs a protocol factory (a function returning a Protocol), got ${repr(factory)}`);
+}
+
+// ───────────────────────────── connections ─────────────────────────────
+
+/**
+ * Connect to `endpoint` and drive `protocolFactory()` from the socket (create_connection,
+ * create_unix_connection); returns once the protocol's `connectionMade` ran.
+ *
+ * @internal
+ */
+export function* _createConnection<P extends Protocol>(
+  loop: EventLoop,
+  protocolFactory: () => P,
+  endpoint: Endpoint,
+  options: CreateConnectionOptions,
+  what: string,
+): Coroutine<[Transport, P]> {
+  checkFactory(protocolFactory, what);
+  if (options === null || typeof options !== 'object') throw new TypeError(`${what} options must be an object, got ${repr(options)}`);
+  if ('port' in endpoint) {
+    if (typeof endpoint.host !== 'string' || endpoint.host === '') throw new TypeError(`${what} host must be a non-empty string, got ${repr(endpoint.host)}`);
+    checkPort(endpoint.port, what);
+  } else if (typeof endpoint.path !== 'string' || endpoint.path === '') {
+    throw new TypeError(`${what} path must be a non-empty string, got ${repr(endpoint.path)}`);
+  }
+  const ssl = options.ssl;
+  if (options.serverHostname !== undefined && (ssl === undefined || ssl === false)) {
+    throw new RangeError('serverHostname is only meaningful with ssl');
+  }
+  const target = 'port' in endpoint ? { host: endpoint.host as string, port: endpoint.port } : { path: endpoint.path };
+  const socket =
+    ssl === undefined || ssl === false
+      ? net.connect({ ...target, allowHalfOpen: true })
+      : loadTls().connect({
+          ...(ssl === true ? {} : ssl),
+          ...target,
+          ...(options.serverHostname !== undefined ? { servername: options.serverHostname } : {}),
+        });
+  try {
+    yield* eventFuture(loop, socket, ssl === undefined || ssl === false ? 'connect' : 'secureConnect');
+  } catch (error) {
+    socket.destroy();
+    throw error;
+  }
+  let protocol: P;
+  try {
+    protocol = protocolFactory();
+  } catch (error) {
+    socket.destroy();
+    throw error;
+  }
+  const made = loop.createFuture<undefined>();
+  // TCP_NODELAY, as asyncio sets on every TCP transport: a small write goes out at once.
+  if ('port' in target) socket.setNoDelay(true);
+  const transport = new Transport(loop, protocol, { readable: socket, writable: socket, made, extra: 'path' in target ? { path: target.path } : {} });
+  try {
+    yield* made;
+  } catch (error) {
+    transport.close();
+    throw error;
+  }
+  return [transport, protocol];
+}
+
+// ───────────────────────────── servers ─────────────────────────────
+
+/**
+ * A listening server made by `startServer` / `loop.createServer` (asyncio.Server). It counts the
+ * connections it accepted: `waitClosed()` waits until it is closed and they all ended.
+ *
+ * @example
+ * ```ts
+ * const server = yield* startServer(handle, '127.0.0.1', 8888);
+ * yield* server.run(function* () { yield* server.serveForever(); });
+ * ```
+ */
+export class Server implements TransportOwner, LoopResource {
+  readonly #loop: EventLoop;
+  readonly #factory: () => Protocol;
+  readonly #netServer: net.Server;
+  readonly #listen: net.ListenOptions;
+  readonly #unixPath: string | null;
+  #open = true;
+  #serving = false;
+  #listening = false;
+  readonly #clients = new Set<Transport>();
+  #waiters: Array<Future<void>> | null = [];
+  #servingForever: Future<void> | null = null;
+
+  /** @internal Made by `loop.createServer` / `startServer`. */
+  constructor(loop: EventLoop, factory: () => Protocol, netServer: net.Server, listen: net.ListenOptions, unixPath: string | null, secure: boolean) {
+    this.#loop = loop;
+    this.#factory = factory;
+    this.#netServer = netServer;
+    this.#listen = listen;
+    this.#unixPath = unixPath;
+    netServer.on(secure ? 'secureConnection' : 'connection', this.#accept);
+    if (secure) {
+      // A client that fails its handshake never becomes a connection: asyncio logs it in debug mode only.
+      netServer.on('tlsClientError', (_error: Error, socket: tls.TLSSocket) => socket.destroy());
+    }
+    _trackOpen(loop, this);
+  }
+
+  /** @internal */
+  _closeAtLoopClose(): void {
+    this.#open = false;
+    this.#serving = false;
+    this.#netServer.close();
+    if (this.#unixPath !== null) removeStaleSocket(this.#unixPath);
+  }
+
+  readonly #accept = (socket: net.Socket): void => {
+    if (!this.#serving || this.#loop.isClosed()) {
+      socket.destroy();
+      return;
+    }
+    // Until the transport listens, an error (a reset) must not go unheard; the socket then closes.
+    socket.on('error', ignoreEarlyError);
+    // Nothing is read before the transport listens: a socket stays paused until then.
+    this.#loop.callSoon(() => {
+      socket.off('error', ignoreEarlyError);
+      if (!this.#open || socket.destroyed) {
+        socket.destroy();
+        return;
+      }
+      let protocol: Protocol;
+      try {
+        protocol = this.#factory();
+      } catch (error) {
+        socket.destroy();
+        this.#loop.callExceptionHandler({
+          message: 'Error on transport creation for incoming connection',
+          exception: error instanceof Error ? error : new RuntimeError(String(error)),
+        });
+        return;
+      }
+      if (this.#unixPath === null) socket.setNoDelay(true);
+      const transport = new Transport(this.#loop, protocol, {
+        readable: socket,
+        writable: socket,
+        owner: this,
+        extra: this.#unixPath === null ? {} : { path: this.#unixPath },
+      });
+      this.#clients.add(transport);
+    });
+  };
+
+  /** @internal A connection it accepted ended. */
+  _detach(transport: Transport): void {
+    this.#clients.delete(transport);
+    this.#wakeIfDone();
+  }
+
+  #wakeIfDone(): void {
+    if (this.#open || this.#clients.size > 0) return;
+    const waiters = this.#waiters;
+    if (waiters === null) return;
+    this.#waiters = null;
+    for (const waiter of waiters) if (!waiter.done()) waiter.setResult(undefined);
+  }
+
+  /** @internal Listen (once): the Future settles when the socket is bound, or fails with the OS error. */
+  *_startListening(): Coroutine<void> {
+    if (this.#listening) return;
+    this.#listening = true;
+    const server = this.#netServer;
+    const bound = eventFuture(this.#loop, server, 'listening');
+    try {
+      if (this.#unixPath !== null) removeStaleSocket(this.#unixPath);
+      server.listen(this.#listen);
+      yield* bound;
+    } catch (error) {
+      this.#open = false;
+      this.#serving = false;
+      server.close();
+      throw error;
+    }
+    // Later errors (EMFILE on accept...) are logged, as asyncio's accept loop logs them.
+    server.on('error', (error: Error) => {
+      if (this.#loop.isClosed()) return;
+      this.#loop.callExceptionHandler({ message: 'socket.accept() out of system resource', exception: error, server: this });
+    });
+    // Listening does not keep the process alive while the loop does not run.
+    server.unref();
+  }
+
+  /** The listening sockets (the `net.Server`); empty once closed. */
+  get sockets(): readonly net.Server[] {
+    return this.#open ? [this.#netServer] : [];
+  }
+
+  /** The address it listens on: `[host, port]`, or the Unix socket's path; null when closed. */
+  address(): [host: string, port: number] | string | null {
+    if (!this.#open) return null;
+    const address = this.#netServer.address();
+    if (address === null) return null;
+    return typeof address === 'string' ? address : [address.address, address.port];
+  }
+
+  /** Stop listening; open connections stay open. Idempotent. */
+  close(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    this.#serving = false;
+    this.#netServer.close();
+    if (this.#unixPath !== null) removeStaleSocket(this.#unixPath);
+    _untrackOpen(this.#loop, this);
+    const forever = this.#servingForever;
+    if (forever !== null && !forever.done()) forever.cancel();
+    this.#wakeIfDone();
+  }
+
+  /** Wait until the server is closed and every connection it accepted has ended. */
+  *waitClosed(): Coroutine<void> {
+    if (this.#waiters === null) return;
+    const waiter = this.#loop.createFuture<void>();
+    this.#waiters.push(waiter);
+    yield* waiter;
+  }
+
+  /** Start accepting connections (servers start serving at once by default). */
+  *startServing(): Coroutine<void> {
+    if (!this.#open) throw new RuntimeError(`server ${this} is closed`);
+    if (this.#serving) return;
+    this.#serving = true;
+    yield* this._startListening();
+  }
+
+  /** Whether the server accepts connections. */
+  isServing(): boolean {
+    return this.#serving;
+  }
+
+  /** Accept connections until cancelled, then close the server and wait until it is closed. */
+  *serveForever(): Coroutine<void> {
+    if (this.#servingForever !== null) throw new RuntimeError(`server ${this} is already being awaited on serveForever()`);
+    if (!this.#open) throw new RuntimeError(`server ${this} is closed`);
+    yield* this.startServing();
+    const forever = this.#loop.createFuture<void>();
+    this.#servingForever = forever;
+    try {
+      yield* forever;
+    } catch (error) {
+      if (error instanceof CancelledError) {
+        try {
+          this.close();
+          yield* this.waitClosed();
+        } finally {
+          // The cancellation goes on.
+        }
+      }
+      throw error;
+    } finally {
+      this.#servingForever = null;
+    }
+  }
+
+  /** Close every connection the server accepted, after their buffered data. */
+  closeClients(): void {
+    for (const transport of [...this.#clients]) transport.close();
+  }
+
+  /** Close every connection the server accepted at once, dropping buffered data. */
+  abortClients(): void {
+    for (const transport of [...this.#clients]) transport.abort();
+  }
+
+  /** Run `body(this)`, then close the server and wait until it is closed (`async with server`). */
+  *run<R>(body: (server: Server) => Coroutine<R>): Coroutine<R> {
+    try {
+      return yield* body(this);
+    } finally {
+      this.close();
+      yield* this.waitClosed();
+    }
+  }
+
+  /** The loop it serves in. */
+  getLoop(): EventLoop {
+    return this.#loop;
+  }
+
+  toString(): string {
+    const address = this.address();
+    const where = address === null ? '' : Array.isArray(address) ? `${address[0]}:${address[1]}` : address;
+    return `<Server sockets=(${where})>`;
+  }
+
+  [INSPECT](): string {
+    return this.toString();
+  }
+}
+
+/** An accepted connection that failed before its transport was made: it is gone, nobody to tell. */
+function ignoreEarlyError(): void {
+  // The socket closes by itself.
+}
+
+/** Remove a Unix socket file left at `path` (by a server that did not close); anything else there stays. */
+function removeStaleSocket(path: string): void {
+  try {
+    if (lstatSync(path).isSocket()) unlinkSync(path);
+  } catch {
+    // Nothing there.
+  }
+}
+
+/** The Node version reusePort needs, and whether this one has it. */
+function hasReusePort(): boolean {
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  return major > 22 || (major === 22 && minor >= 12);
+}
+
+/**
+ * Listen on `endpoint` and drive a `protocolFactory()` per connection (create_server,
+ * create_unix_server); returns the Server, listening unless `startServing` is false.
+ *
+ * @internal
+ */
+export function* _createServer(
+  loop: EventLoop,
+  protocolFactory: () => Protocol,
+  endpoint: Endpoint,
+  options: CreateServerOptions,
+  what: string,
+): Coroutine<Server> {
+  checkFactory(protocolFactory, what);
+  if (options === null || typeof options !== 'object') throw new TypeError(`${what} options must be an object, got ${repr(options)}`);
+  const listen: net.ListenOptions = {};
+  let unixPath: string | null = null;
+  if ('port' in endpoint) {
+    if (endpoint.host !== null && (typeof endpoint.host !== 'string' || endpoint.host === '')) {
+      throw new TypeError(`${what} host must be a non-empty string or null (every interface), got ${repr(endpoint.host)}`);
+    }
+    listen.port = checkPort(endpoint.port, what);
+    if (endpoint.host !== null) listen.host = endpoint.host;
+  } else {
+    if (typeof endpoint.path !== 'string' || endpoint.path === '') throw new TypeError(`${what} path must be a non-empty string, got ${repr(endpoint.path)}`);
+    listen.path = endpoint.path;
+    unixPath = endpoint.path;
+  }
+  if (options.backlog !== undefined) {
+    if (!Number.isInteger(options.backlog) || options.backlog < 0) throw new RangeError(`${what} backlog must be a non-negative integer, got ${repr(options.backlog)}`);
+    listen.backlog = options.backlog;
+  }
+  if (options.reusePort === true) {
+    if (!hasReusePort()) throw new RangeError(`reusePort needs Node 22.12 or later (SO_REUSEPORT in net.Server.listen); this is Node ${process.version}`);
+    (listen as net.ListenOptions & { reusePort?: boolean }).reusePort = true;
+  }
+  const netServer = options.ssl === undefined ? net.createServer({ allowHalfOpen: true }) : loadTls().createServer({ ...options.ssl, allowHalfOpen: true });
+  const server = new Server(loop, protocolFactory, netServer, listen, unixPath, options.ssl !== undefined);
+  if (options.startServing === false) {
+    // asyncio binds at once and listens later; Node binds as it listens: both happen at startServing().
+    return server;
+  }
+  yield* server.startServing();
+  return server;
+}
+
+// ───────────────────────────── datagrams, names ─────────────────────────────
+
+/**
+ * Open a UDP endpoint bound to `localAddr` and/or connected to `remoteAddr`
+ * (create_datagram_endpoint); returns once the protocol's `connectionMade` ran.
+ *
+ * @internal
+ */
+export function* _createDatagramEndpoint<P extends DatagramProtocol>(
+  loop: EventLoop,
+  protocolFactory: () => P,
+  options: DatagramEndpointOptions,
+): Coroutine<[DatagramTransport, P]> {
+  checkFactory(protocolFactory, 'createDatagramEndpoint()');
+  if (options === null || typeof options !== 'object') throw new TypeError(`createDatagramEndpoint() options must be an object, got ${repr(options)}`);
+  const { localAddr, remoteAddr } = options;
+  if (localAddr === undefined && remoteAddr === undefined) throw new RangeError('unexpected address family: createDatagramEndpoint() needs localAddr or remoteAddr');
+  for (const [name, addr] of [['localAddr', localAddr], ['remoteAddr', remoteAddr]] as const) {
+    if (addr === undefined) continue;
+    if (!Array.isArray(addr) || addr.length !== 2 || typeof addr[0] !== 'string') {
+      throw new TypeError(`createDatagramEndpoint() ${name} must be [host, port], got ${repr(addr)}`);
+    }
+    checkPort(addr[1], `createDatagramEndpoint() ${name}`);
+  }
+  // The family of the first address given decides (a host name is resolved first).
+  const first = (localAddr ?? remoteAddr) as [string, number];
+  let family = net.isIP(first[0]);
+  if (family === 0) {
+    const [info] = yield* _getaddrinfo(loop, first[0], first[1], {});
+    family = info === undefined ? 4 : info[0];
+  }
+  const socket = dgram.createSocket(family === 6 ? 'udp6' : 'udp4');
+  try {
+    const bound = eventFuture(loop, socket, 'listening');
+    if (localAddr !== undefined) socket.bind(localAddr[1], localAddr[0]);
+    else socket.bind(0);
+    yield* bound;
+    if (remoteAddr !== undefined) {
+      const connected = eventFuture(loop, socket, 'connect');
+      socket.connect(remoteAddr[1], remoteAddr[0]);
+      yield* connected;
+    }
+  } catch (error) {
+    socket.close();
+    throw error;
+  }
+  let protocol: P;
+  try {
+    protocol = protocolFactory();
+  } catch (error) {
+    socket.close();
+    throw error;
+  }
+  const made = loop.createFuture<undefined>();
+  socket.unref();
+  const transport = new DatagramTransport(loop, socket, protocol, remoteAddr === undefined ? null : [remoteAddr[0], remoteAddr[1]], made);
+  yield* made;
+  return [transport, protocol];
+}
+
+/**
+ * Resolve `host` and `port` without blocking the loop (getaddrinfo): one entry per address and
+ * socket type (stream, datagram, raw), as getaddrinfo lists them without hints.
+ *
+ * @internal
+ */
+export function* _getaddrinfo(loop: EventLoop, host: string | null, port: number | string | null, options: GetaddrinfoOptions): Coroutine<AddrInfo[]> {
+  const family = options.family ?? 0;
+  if (family !== 0 && family !== 4 && family !== 6) throw new RangeError(`getaddrinfo() family must be 0, 4 or 6, got ${repr(family)}`);
+  let portNumber = 0;
+  if (typeof port === 'number') portNumber = checkPort(port, 'getaddrinfo()');
+  else if (typeof port === 'string') {
+    if (!/^\d+$/.test(port)) throw new RangeError(`getaddrinfo() port must be a number or a numeric string, got ${repr(port)}`);
+    portNumber = checkPort(Number(port), 'getaddrinfo()');
+  } else if (port !== null) throw new TypeError(`getaddrinfo() port must be a number, a string or null, got ${repr(port)}`);
+  const name = host ?? 'localhost';
+  if (typeof name !== 'string') throw new TypeError(`getaddrinfo() host must be a string or null, got ${repr(host)}`);
+  const resolved = loop.createFuture<Array<{ address: string; family: number }>>();
+  loadDns().lookup(name, { all: true, family }, (error, addresses) => {
+    if (resolved.done()) return;
+    if (error !== null) resolved._setExceptionUnchecked(error);
+    else resolved._setResultUnchecked(addresses);
+  });
+  const addresses = yield* resolved;
+  const infos: AddrInfo[] = [];
+  for (const { address, family: found } of addresses) {
+    for (const [type, proto] of SOCKET_TYPES) infos.push([found === 6 ? 6 : 4, type, proto, '', [address, portNumber]]);
+  }
+  return infos;
+}

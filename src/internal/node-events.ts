@@ -1,0 +1,34 @@
+/**
+ * Waiting in a coroutine for a Node emitter's event: a socket's 'connect', a server's
+ * 'listening', a child's 'spawn'.
+ */
+import type { EventEmitter } from 'node:events';
+import type { EventLoop } from '../base-events.js';
+import type { Future } from '../futures.js';
+
+/**
+ * A Future of `loop` done when `emitter` emits `event`, failed with the error when it emits
+ * 'error' first; both listeners go once it is done, cancelled included.
+ *
+ * @example
+ * ```ts
+ * const connected = eventFuture(loop, socket, 'connect');
+ * yield* connected;
+ * ```
+ */
+export function eventFuture(loop: EventLoop, emitter: EventEmitter, event: string): Future<void> {
+  const future = loop.createFuture<void>();
+  const onEvent = (): void => {
+    if (!future.done()) future._setResultUnchecked(undefined);
+  };
+  const onError = (error: Error): void => {
+    if (!future.done()) future._setExceptionUnchecked(error);
+  };
+  emitter.once(event, onEvent);
+  emitter.once('error', onError);
+  future.addDoneCallback(() => {
+    emitter.off(event, onEvent);
+    emitter.off('error', onError);
+  });
+  return future;
+}

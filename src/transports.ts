@@ -1,0 +1,684 @@
+/**
+ * Transports (asyncio.transports and selector_events, on Node's streams): a Transport drives a
+ * Protocol from a Node socket (`net`, `tls`) or pipe. Node emits its events outside the loop's
+ * iterations; the transport queues what arrives and delivers it to the protocol in an iteration
+ * (data in order, then EOF, then the connection's end), never re-entrantly, as asyncio's
+ * selector transports call their protocols from the loop.
+ *
+ * Flow control both ways, as asyncio's: a paused transport stops reading from Node (which then
+ * stops reading from the kernel); writes go to Node's buffer, whose size past the high-water mark
+ * calls the protocol's `pauseWriting()`, and `resumeWriting()` follows once it drained below the
+ * low-water mark.
+ */
+import type { Socket as DgramSocket } from 'node:dgram';
+import type { Socket as NetSocket } from 'node:net';
+import type { Readable, Writable } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import type { EventLoop } from './base-events.js';
+import { RuntimeError } from './exceptions.js';
+import { INSPECT, typeName } from './internal/format.js';
+import { logger } from './log.js';
+import type { DatagramProtocol, Protocol } from './protocols.js';
+
+/** A socket address: `[host, port]` for TCP and UDP (asyncio's `(host, port)` tuple), a path for a Unix socket. */
+export type SocketAddress = [host: string, port: number] | string;
+
+/** asyncio's default high-water mark of a transport's write buffer. */
+const DEFAULT_HIGH = 64 * 1024;
+/** How many writes to a lost connection pass silently before each one is logged (asyncio's LOG_THRESHOLD_FOR_CONNLOST_WRITES). */
+const LOG_THRESHOLD_FOR_CONNLOST_WRITES = 5;
+const EMPTY = Buffer.alloc(0);
+
+/** What is open on a loop and must not outlive it: closed when the loop closes. */
+export interface LoopResource {
+  /** The loop closed: let the underlying Node handles go at once (no callback can run any more). */
+  _closeAtLoopClose(): void;
+}
+
+const openOnLoop = new WeakMap<EventLoop, Set<LoopResource>>();
+
+/**
+ * Remember `resource` as open on `loop`: when the loop closes, whatever is still open is closed,
+ * so that no socket, server or pipe keeps the process alive after its loop is gone.
+ *
+ * @internal
+ */
+export function _trackOpen(loop: EventLoop, resource: LoopResource): void {
+  let open = openOnLoop.get(loop);
+  if (open === undefined) {
+    const set = new Set<LoopResource>();
+    open = set;
+    openOnLoop.set(loop, set);
+    loop._addCloseHook(() => {
+      for (const item of [...set]) item._closeAtLoopClose();
+      set.clear();
+    });
+  }
+  open.add(resource);
+}
+
+/** @internal `resource` closed by itself. */
+export function _untrackOpen(loop: EventLoop, resource: LoopResource): void {
+  openOnLoop.get(loop)?.delete(resource);
+}
+
+/** Tell the loop's exception handler that a protocol callback failed; returns the error, made an Error. */
+function reportProtocolError(loop: EventLoop, message: string, error: unknown, transport: object, protocol: object): Error {
+  const exception = error instanceof Error ? error : new RuntimeError(String(error));
+  loop.callExceptionHandler({ message, exception, transport, protocol });
+  return exception;
+}
+
+/** Whether `stream` is a TLS socket (checked without loading node:tls: TLSSockets say `encrypted`). */
+function isTlsSocket(stream: unknown): stream is TLSSocket {
+  return (stream as { encrypted?: unknown } | null)?.encrypted === true;
+}
+
+/** Who keeps count of a transport: the Server that accepted its connection. */
+export interface TransportOwner {
+  /** The transport's connection ended. */
+  _detach(transport: Transport): void;
+}
+
+/** What a Transport is made from: its streams and what `getExtraInfo` knows. */
+export interface TransportParts {
+  /** Where data comes from, or null for a write-only pipe. */
+  readable: Readable | null;
+  /** Where data goes, or null for a read-only pipe. */
+  writable: Writable | null;
+  /** `getExtraInfo` keys known up front (`pipe`, `subprocess`...). */
+  extra?: Record<string, unknown>;
+  /** The Server that accepted the connection, which counts it. */
+  owner?: TransportOwner | null;
+  /** A Future of the loop to set once `connectionMade` ran (what `createConnection` waits for). */
+  made?: { setResult(value: undefined): void; done(): boolean } | null;
+}
+
+/**
+ * A stream connection seen from a Protocol (asyncio.Transport): a socket or a pipe. Made by
+ * `loop.createConnection`, `loop.createServer`, the stream functions and subprocesses.
+ *
+ * @example
+ * ```ts
+ * const [transport, protocol] = yield* loop.createConnection(() => new Client(), '127.0.0.1', port);
+ * transport.write(new TextEncoder().encode('hello\n'));
+ * transport.close();
+ * ```
+ */
+export class Transport implements LoopResource {
+  readonly #loop: EventLoop;
+  #protocol: Protocol;
+  readonly #readable: Readable | null;
+  readonly #writable: Writable | null;
+  readonly #extra: Record<string, unknown>;
+  #owner: TransportOwner | null;
+  /** Chunks that arrived and were not delivered yet. */
+  #inbox: Buffer[] = [];
+  #inboxHead = 0;
+  /** Whether a delivery is scheduled in the loop. */
+  #scheduled = false;
+  /** Whether `connectionMade` ran: nothing is delivered before it. */
+  #made = false;
+  #eofReceived = false;
+  #eofDelivered = false;
+  /** Whether the Node streams are gone (their 'close' events came). */
+  #readClosed: boolean;
+  #writeClosed: boolean;
+  /** The error the connection ended with. */
+  #error: Error | null = null;
+  #closing = false;
+  #lost = false;
+  #paused = false;
+  #eofWritten = false;
+  #connLostWrites = 0;
+  #high = DEFAULT_HIGH;
+  #low = DEFAULT_HIGH / 4;
+  #protocolPaused = false;
+  #watchingFlush = false;
+  readonly #isTls: boolean;
+
+  /** @internal Made by the loop's connection functions: wrap `parts` and drive `protocol` from them. */
+  constructor(loop: EventLoop, protocol: Protocol, parts: TransportParts) {
+    this.#loop = loop;
+    this.#protocol = protocol;
+    this.#readable = parts.readable;
+    this.#writable = parts.writable;
+    this.#extra = parts.extra ?? {};
+    this.#owner = parts.owner ?? null;
+    this.#readClosed = parts.readable === null || parts.readable.closed;
+    this.#writeClosed = parts.writable === null || parts.writable.closed;
+    this.#isTls = isTlsSocket(parts.readable);
+    if (parts.readable === (parts.writable as unknown) && typeof (parts.readable as NetSocket | null)?.address === 'function') {
+      // What asyncio learns when the connection is made, kept: a closed socket no longer knows it.
+      const socket = parts.readable as NetSocket;
+      const extra = this.#extra;
+      if (socket.remoteAddress !== undefined) extra.peername ??= [socket.remoteAddress, socket.remotePort];
+      else if (extra.path !== undefined) extra.peername ??= extra.path;
+      if (socket.localAddress !== undefined) extra.sockname ??= [socket.localAddress, socket.localPort];
+      else if (extra.path !== undefined) extra.sockname ??= extra.path;
+      extra.socket ??= socket;
+      if (isTlsSocket(socket)) {
+        extra.peercert ??= socket.getPeerCertificate();
+        extra.cipher ??= socket.getCipher();
+        extra.ssl_object ??= socket;
+        extra.compression ??= null;
+      }
+    }
+    const made = parts.made ?? null;
+    const readable = parts.readable;
+    const writable = parts.writable;
+    if (readable !== null) {
+      readable.on('data', this.#onData);
+      readable.on('end', this.#onEnd);
+      readable.on('error', this.#onError);
+      readable.on('close', this.#onReadClose);
+    }
+    if (writable !== null && writable !== (readable as unknown)) {
+      writable.on('error', this.#onError);
+      writable.on('close', this.#onWriteClose);
+    }
+    loop.callSoon(() => {
+      if (this.#lost) return;
+      try {
+        this.#protocol.connectionMade(this);
+      } finally {
+        this.#made = true;
+        if (made !== null && !made.done()) made.setResult(undefined);
+        this.#deliverSoon();
+      }
+    });
+    _trackOpen(loop, this);
+  }
+
+  /** @internal */
+  _closeAtLoopClose(): void {
+    this.#lost = true;
+    this.#closing = true;
+    this.#readable?.destroy();
+    this.#writable?.destroy();
+  }
+
+  // ───────────────────────────── what arrives from Node ─────────────────────────────
+
+  readonly #onData = (chunk: Buffer | string): void => {
+    this.#inbox.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+    this.#deliverSoon();
+  };
+
+  readonly #onEnd = (): void => {
+    this.#eofReceived = true;
+    this.#deliverSoon();
+  };
+
+  readonly #onError = (error: Error): void => {
+    this.#error ??= error;
+  };
+
+  readonly #onReadClose = (): void => {
+    this.#readClosed = true;
+    if (this.#writable === (this.#readable as unknown)) this.#writeClosed = true;
+    this.#deliverSoon();
+  };
+
+  readonly #onWriteClose = (): void => {
+    this.#writeClosed = true;
+    this.#deliverSoon();
+  };
+
+  /** Deliver what arrived in a loop iteration (once, however much arrives meanwhile). */
+  #deliverSoon(): void {
+    if (this.#scheduled || this.#lost) return;
+    if (this.#loop.isClosed()) {
+      // Nobody will ever read it: let the connection go.
+      this.#readable?.destroy();
+      this.#writable?.destroy();
+      return;
+    }
+    this.#scheduled = true;
+    this.#loop.callSoon(this.#deliver);
+  }
+
+  readonly #deliver = (): void => {
+    this.#scheduled = false;
+    if (this.#lost || !this.#made) return;
+    const inbox = this.#inbox;
+    while (this.#inboxHead < inbox.length && !this.#paused && !this.#closing) {
+      const chunk = inbox[this.#inboxHead] as Buffer;
+      inbox[this.#inboxHead++] = EMPTY;
+      try {
+        this.#protocol.dataReceived(chunk);
+      } catch (error) {
+        this.#fatal(error, 'Fatal error: protocol.dataReceived() call failed.');
+        return;
+      }
+      if (this.#lost) return;
+    }
+    if (this.#inboxHead === inbox.length) {
+      inbox.length = 0;
+      this.#inboxHead = 0;
+    } else if (this.#closing) {
+      // Closed by this side: what had not been delivered is dropped, as asyncio stops reading.
+      inbox.length = 0;
+      this.#inboxHead = 0;
+    }
+    const drained = inbox.length === 0;
+    if (this.#eofReceived && !this.#eofDelivered && drained && !this.#paused && !this.#closing) {
+      this.#eofDelivered = true;
+      let keepOpen: boolean | void;
+      try {
+        keepOpen = this.#protocol.eofReceived();
+      } catch (error) {
+        this.#fatal(error, 'Fatal error: protocol.eofReceived() call failed.');
+        return;
+      }
+      if (keepOpen !== true) this.close();
+    }
+    // Paused with chunks still here: they are delivered (then EOF) when reading resumes, before the end.
+    if (this.#readClosed && this.#writeClosed && (drained || this.#closing)) this.#connectionLost(this.#error);
+  };
+
+  /** A protocol callback failed: report it to the exception handler and end the connection with it. */
+  #fatal(error: unknown, message: string): void {
+    this.#forceClose(reportProtocolError(this.#loop, message, error, this, this.#protocol));
+  }
+
+  #forceClose(error: Error | null): void {
+    if (this.#lost) return;
+    if (error !== null) this.#error ??= error;
+    this.#closing = true;
+    this.#inbox.length = 0;
+    this.#inboxHead = 0;
+    this.#readable?.destroy();
+    if (this.#writable !== (this.#readable as unknown)) this.#writable?.destroy();
+    if (this.#readClosed && this.#writeClosed) this.#connectionLost(this.#error);
+  }
+
+  #connectionLost(error: Error | null): void {
+    if (this.#lost) return;
+    this.#lost = true;
+    this.#closing = true;
+    const protocol = this.#protocol;
+    try {
+      protocol.connectionLost(error);
+    } catch (caught) {
+      reportProtocolError(this.#loop, 'Exception in protocol.connectionLost()', caught, this, this.#protocol);
+    } finally {
+      this.#readable?.off('data', this.#onData);
+      _untrackOpen(this.#loop, this);
+      this.#owner?._detach(this);
+      this.#owner = null;
+    }
+  }
+
+  // ───────────────────────────── writing ─────────────────────────────
+
+  /** Queue `data` for sending; never blocks (the protocol hears `pauseWriting` past the high-water mark). */
+  write(data: Uint8Array): void {
+    if (!(data instanceof Uint8Array)) throw new TypeError(`data argument must be a bytes-like object, not '${typeName(data)}'`);
+    if (this.#eofWritten) throw new RuntimeError('Cannot call write() after writeEof()');
+    const writable = this.#writable;
+    if (writable === null) throw new RuntimeError('this transport cannot write: it is the read end of a pipe');
+    if (data.length === 0) return;
+    if (this.#lost || this.#writeClosed || writable.destroyed || writable.writableEnded) {
+      if (this.#connLostWrites >= LOG_THRESHOLD_FOR_CONNLOST_WRITES) logger.warning('socket.send() raised exception.');
+      this.#connLostWrites++;
+      return;
+    }
+    writable.write(data);
+    this.#maybePauseProtocol();
+  }
+
+  /** Queue every chunk of `data`, in order. */
+  writelines(data: Iterable<Uint8Array>): void {
+    for (const chunk of data) this.write(chunk);
+  }
+
+  /** Whether `writeEof()` is supported: true for TCP, Unix sockets and pipes, false for TLS. */
+  canWriteEof(): boolean {
+    return !this.#isTls && this.#writable !== null;
+  }
+
+  /** Close the write half after the buffered data (half-close); reading goes on. */
+  writeEof(): void {
+    if (!this.canWriteEof()) throw new RuntimeError('TLS does not support half-closes: writeEof() is not available (canWriteEof() is false)');
+    if (this.#closing || this.#eofWritten) return;
+    this.#eofWritten = true;
+    this.#writable?.end();
+  }
+
+  /** The number of bytes buffered for sending. */
+  getWriteBufferSize(): number {
+    return this.#writable?.writableLength ?? 0;
+  }
+
+  /** The low- and high-water marks of the write buffer, in bytes (get_write_buffer_limits). */
+  getWriteBufferLimits(): [low: number, high: number] {
+    return [this.#low, this.#high];
+  }
+
+  /**
+   * Set the high- and low-water marks of the write buffer (bytes) that trigger `pauseWriting` /
+   * `resumeWriting`; default high 64 KiB, low a quarter of high (set_write_buffer_limits).
+   */
+  setWriteBufferLimits(high?: number | null, low?: number | null): void {
+    let h = high ?? null;
+    let l = low ?? null;
+    if (h === null) h = l === null ? DEFAULT_HIGH : 4 * l;
+    if (l === null) l = Math.floor(h / 4);
+    if (!(h >= l && l >= 0)) throw new RangeError(`high (${h}) must be >= low (${l}) must be >= 0`);
+    this.#high = h;
+    this.#low = l;
+    this.#maybePauseProtocol();
+  }
+
+  #maybePauseProtocol(): void {
+    if (this.#protocolPaused || this.getWriteBufferSize() <= this.#high) return;
+    this.#protocolPaused = true;
+    try {
+      this.#protocol.pauseWriting();
+    } catch (error) {
+      reportProtocolError(this.#loop, 'protocol.pauseWriting() failed', error, this, this.#protocol);
+    }
+    this.#watchFlush();
+  }
+
+  /** Hear when Node has handed everything written so far to the kernel (an empty write's callback). */
+  #watchFlush(): void {
+    const writable = this.#writable;
+    if (this.#watchingFlush || writable === null || writable.destroyed || writable.writableEnded) return;
+    this.#watchingFlush = true;
+    writable.write(EMPTY, this.#onFlushed);
+  }
+
+  readonly #onFlushed = (error?: Error | null): void => {
+    this.#watchingFlush = false;
+    // An error: the stream was destroyed (abort, reset) and its buffer dropped; nothing resumes.
+    if (error !== undefined && error !== null) return;
+    if (this.#lost || !this.#protocolPaused || this.#writable?.destroyed === true) return;
+    if (this.getWriteBufferSize() > this.#low) {
+      this.#watchFlush();
+      return;
+    }
+    if (this.#loop.isClosed()) return;
+    this.#loop.callSoon(() => {
+      if (this.#lost || !this.#protocolPaused || this.getWriteBufferSize() > this.#low) return;
+      this.#protocolPaused = false;
+      try {
+        this.#protocol.resumeWriting();
+      } catch (error) {
+        reportProtocolError(this.#loop, 'protocol.resumeWriting() failed', error, this, this.#protocol);
+      }
+    });
+  };
+
+  // ───────────────────────────── closing, reading ─────────────────────────────
+
+  /** Close after the buffered data is sent; the protocol's `connectionLost(null)` follows. */
+  close(): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    const readable = this.#readable;
+    const writable = this.#writable;
+    if (writable !== null && !writable.destroyed) {
+      if (writable === (readable as unknown)) {
+        // A socket: end the write half after the buffered data, then let the whole socket go.
+        const socket = writable as unknown as NetSocket;
+        if (socket.writableFinished) socket.destroy();
+        else {
+          socket.once('finish', () => socket.destroy());
+          if (!socket.writableEnded) socket.end();
+        }
+      } else {
+        writable.end();
+      }
+    }
+    if (readable !== null && readable !== (writable as unknown)) readable.destroy();
+    if (this.#readClosed && this.#writeClosed) this.#deliverSoon();
+  }
+
+  /** Close at once, dropping buffered data; the protocol's `connectionLost(null)` follows. */
+  abort(): void {
+    this.#forceClose(null);
+  }
+
+  /** Whether the transport is closing or closed. */
+  isClosing(): boolean {
+    return this.#closing;
+  }
+
+  /** Stop calling `dataReceived` until `resumeReading()`. */
+  pauseReading(): void {
+    if (this.#closing || this.#paused) return;
+    this.#paused = true;
+    this.#readable?.pause();
+  }
+
+  /** Deliver data again after `pauseReading()`. */
+  resumeReading(): void {
+    if (this.#closing || !this.#paused) return;
+    this.#paused = false;
+    this.#readable?.resume();
+    this.#deliverSoon();
+  }
+
+  /** Whether data is being delivered (not paused, not closing). */
+  isReading(): boolean {
+    return !this.#paused && !this.#closing;
+  }
+
+  /** The protocol the transport drives. */
+  getProtocol(): Protocol {
+    return this.#protocol;
+  }
+
+  /** Drive `protocol` from now on (set_protocol). */
+  setProtocol(protocol: Protocol): void {
+    this.#protocol = protocol;
+  }
+
+  /** The peer's or the local address (`[host, port]`, or a path for a Unix socket), null when unknown (get_extra_info). */
+  getExtraInfo(name: 'peername' | 'sockname'): SocketAddress | null;
+  /** The underlying `net.Socket` (a `tls.TLSSocket` under TLS) (get_extra_info('socket')). */
+  getExtraInfo(name: 'socket'): NetSocket | null;
+  /** Another key asyncio defines (`peercert`, `cipher`, `sslcontext`, ...), else `defaultValue` (default null) (get_extra_info). */
+  getExtraInfo<D = null>(name: string, defaultValue?: D): unknown;
+  getExtraInfo(name: string, defaultValue: unknown = null): unknown {
+    return Object.prototype.hasOwnProperty.call(this.#extra, name) ? this.#extra[name] : defaultValue;
+  }
+
+  toString(): string {
+    const state = this.#lost ? 'closed' : this.#closing ? 'closing' : 'open';
+    const peer = this.getExtraInfo('peername');
+    const where = peer === null ? '' : ` peername=${Array.isArray(peer) ? `${peer[0]}:${peer[1]}` : peer}`;
+    return `<Transport ${state}${where} write_buffer=${this.getWriteBufferSize()}>`;
+  }
+
+  [INSPECT](): string {
+    return this.toString();
+  }
+}
+
+/**
+ * A UDP endpoint seen from a DatagramProtocol (asyncio.DatagramTransport); made by
+ * `loop.createDatagramEndpoint`. Datagrams that arrive are delivered in loop iterations, in order.
+ *
+ * @example
+ * ```ts
+ * const [transport] = yield* loop.createDatagramEndpoint(() => new Client(), { remoteAddr: ['127.0.0.1', port] });
+ * transport.sendto(new TextEncoder().encode('ping'));
+ * ```
+ */
+export class DatagramTransport implements LoopResource {
+  readonly #loop: EventLoop;
+  readonly #socket: DgramSocket;
+  #protocol: DatagramProtocol;
+  readonly #remote: [host: string, port: number] | null;
+  /** Datagrams and errors that arrived and were not delivered yet, in order. */
+  #inbox: Array<[Buffer, SocketAddress] | Error> = [];
+  #scheduled = false;
+  #made = false;
+  #closing = false;
+  #closed = false;
+  #lost = false;
+  #connLostWrites = 0;
+
+  /** @internal Made by `loop.createDatagramEndpoint`: drive `protocol` from the bound (and maybe connected) `socket`. */
+  constructor(loop: EventLoop, socket: DgramSocket, protocol: DatagramProtocol, remote: [host: string, port: number] | null, made: { setResult(value: undefined): void; done(): boolean }) {
+    this.#loop = loop;
+    this.#socket = socket;
+    this.#protocol = protocol;
+    this.#remote = remote;
+    socket.on('message', (data: Buffer, info: { address: string; port: number }) => {
+      this.#inbox.push([data, [info.address, info.port]]);
+      this.#deliverSoon();
+    });
+    socket.on('error', (error: Error) => {
+      this.#inbox.push(error);
+      this.#deliverSoon();
+    });
+    socket.on('close', () => {
+      this.#closed = true;
+      this.#deliverSoon();
+    });
+    loop.callSoon(() => {
+      if (this.#lost) return;
+      try {
+        this.#protocol.connectionMade(this);
+      } finally {
+        this.#made = true;
+        if (!made.done()) made.setResult(undefined);
+        this.#deliverSoon();
+      }
+    });
+    _trackOpen(loop, this);
+  }
+
+  /** @internal */
+  _closeAtLoopClose(): void {
+    this.#lost = true;
+    this.#closing = true;
+    if (!this.#closed) this.#socket.close();
+  }
+
+  #deliverSoon(): void {
+    if (this.#scheduled || this.#lost) return;
+    if (this.#loop.isClosed()) {
+      if (!this.#closed) this.#socket.close();
+      return;
+    }
+    this.#scheduled = true;
+    this.#loop.callSoon(this.#deliver);
+  }
+
+  readonly #deliver = (): void => {
+    this.#scheduled = false;
+    if (this.#lost || !this.#made) return;
+    const inbox = this.#inbox;
+    this.#inbox = [];
+    for (let i = 0; i < inbox.length && !this.#closing; i++) {
+      const item = inbox[i] as [Buffer, SocketAddress] | Error;
+      try {
+        if (item instanceof Error) this.#protocol.errorReceived(item);
+        else this.#protocol.datagramReceived(item[0], item[1]);
+      } catch (error) {
+        reportProtocolError(this.#loop, item instanceof Error ? 'Fatal error: protocol.errorReceived() call failed.' : 'Fatal error: protocol.datagramReceived() call failed.', error, this, this.#protocol);
+        this.abort();
+        return;
+      }
+    }
+    if (this.#closed) this.#connectionLost();
+  };
+
+  #connectionLost(): void {
+    if (this.#lost) return;
+    this.#lost = true;
+    this.#closing = true;
+    _untrackOpen(this.#loop, this);
+    try {
+      this.#protocol.connectionLost(null);
+    } catch (error) {
+      reportProtocolError(this.#loop, 'Exception in protocol.connectionLost()', error, this, this.#protocol);
+    }
+  }
+
+  /** Send `data` to `addr` (default: the `remoteAddr` the endpoint was opened with); a failure goes to `errorReceived`. */
+  sendto(data: Uint8Array, addr: SocketAddress | null = null): void {
+    if (!(data instanceof Uint8Array)) throw new TypeError(`data argument must be a bytes-like object, not '${typeName(data)}'`);
+    const remote = this.#remote;
+    if (remote !== null && addr !== null && !(Array.isArray(addr) && addr[0] === remote[0] && addr[1] === remote[1])) {
+      throw new RangeError(`Invalid address: must be null or ['${remote[0]}', ${remote[1]}]`);
+    }
+    if (remote === null && addr === null) throw new RangeError('sendto() needs an address: the endpoint was opened without remoteAddr');
+    if (addr !== null && !Array.isArray(addr)) throw new TypeError(`a UDP address is [host, port], got ${typeName(addr)}`);
+    if (this.#closing) {
+      if (this.#connLostWrites >= LOG_THRESHOLD_FOR_CONNLOST_WRITES) logger.warning('socket.sendto() raised exception.');
+      this.#connLostWrites++;
+      return;
+    }
+    const onSent = (error: Error | null): void => {
+      if (error === null || this.#lost) return;
+      this.#inbox.push(error);
+      this.#deliverSoon();
+    };
+    if (remote !== null) this.#socket.send(data, onSent);
+    else this.#socket.send(data, (addr as [string, number])[1], (addr as [string, number])[0], onSent);
+  }
+
+  /** The number of bytes waiting to be sent. */
+  getWriteBufferSize(): number {
+    return this.#closed ? 0 : this.#socket.getSendQueueSize();
+  }
+
+  /** Close the endpoint; the protocol's `connectionLost(null)` follows. */
+  close(): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    if (!this.#closed) this.#socket.close();
+  }
+
+  /** Close at once, dropping datagrams not delivered yet. */
+  abort(): void {
+    this.#inbox = [];
+    this.close();
+  }
+
+  /** Whether the endpoint is closing or closed. */
+  isClosing(): boolean {
+    return this.#closing;
+  }
+
+  /** The protocol the transport drives. */
+  getProtocol(): DatagramProtocol {
+    return this.#protocol;
+  }
+
+  /** Drive `protocol` from now on (set_protocol). */
+  setProtocol(protocol: DatagramProtocol): void {
+    this.#protocol = protocol;
+  }
+
+  /** `sockname`, `peername` ([host, port]), `socket` (the `dgram.Socket`); else `defaultValue` (null). */
+  getExtraInfo<D = null>(name: string, defaultValue?: D): unknown {
+    switch (name) {
+      case 'socket':
+        return this.#socket;
+      case 'sockname': {
+        if (this.#closed) return defaultValue ?? null;
+        const address = this.#socket.address();
+        return [address.address, address.port];
+      }
+      case 'peername':
+        return this.#remote ?? defaultValue ?? null;
+      default:
+        return defaultValue ?? null;
+    }
+  }
+
+  toString(): string {
+    return `<DatagramTransport ${this.#lost ? 'closed' : this.#closing ? 'closing' : 'open'}>`;
+  }
+
+  [INSPECT](): string {
+    return this.toString();
+  }
+}

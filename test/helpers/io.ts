@@ -1,0 +1,37 @@
+/**
+ * Helpers for the I/O suites: a plain Node server to talk to, and waiting inside a coroutine
+ * until something happened.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { sleep, type Coroutine } from '../../src/index.js';
+
+/**
+ * A plain Node server on 127.0.0.1 (half-open allowed) that runs `serve` for each connection;
+ * a connection the peer resets just goes. Its port.
+ *
+ * @example
+ * ```ts
+ * const { server, port } = await nodeServer((socket) => socket.end('hello'));
+ * ```
+ */
+export async function nodeServer(serve: (socket: Socket) => void): Promise<{ server: Server; port: number }> {
+  const server = createServer({ allowHalfOpen: true }, (socket) => {
+    // The peer may reset the connection (that is what some tests do): the Node side just goes.
+    socket.on('error', () => socket.destroy());
+    serve(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as { port: number }).port };
+}
+
+/**
+ * Wait until `done()` or about two seconds passed, in steps of 5 ms.
+ *
+ * @example
+ * ```ts
+ * yield* until(() => protocol.calls.includes('eof'));
+ * ```
+ */
+export function* until(done: () => boolean): Coroutine<void> {
+  for (let i = 0; i < 400 && !done(); i++) yield* sleep(0.005);
+}

@@ -1,0 +1,645 @@
+/**
+ * Streams over real sockets on 127.0.0.1 (and a Unix socket, and TLS with a self-signed
+ * certificate in test/fixtures): StreamReader's reads with asyncio's errors and limits,
+ * cancellation that loses no bytes, back-pressure both ways, StreamWriter's closing, and Server's
+ * lifecycle while handlers run.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection as netConnect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  CancelledError,
+  IncompleteReadError,
+  type LimitOverrunError,
+  RuntimeError,
+  type Server,
+  type StreamReader,
+  type StreamWriter,
+  TimeoutError,
+  ensureFuture,
+  gather,
+  getRunningLoop,
+  openConnection,
+  openUnixConnection,
+  run,
+  sleep,
+  startServer,
+  startUnixServer,
+  waitFor,
+  type Coroutine,
+  type ExceptionContext,
+} from '../src/index.js';
+import { raisedBy } from './helpers/coroutines.js';
+import { nodeServer } from './helpers/io.js';
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+const bytes = (text: string): Uint8Array => enc.encode(text);
+const text = (data: Uint8Array): string => dec.decode(data);
+
+const dir = mkdtempSync(join(tmpdir(), 'multiloop-streams-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+
+/** Run `body` on a fresh loop with the connection to a Node server that writes `chunks` (with pauses), then ends unless `keepOpen`. */
+async function withPeer<T>(
+  chunks: Array<string | Uint8Array>,
+  body: (reader: StreamReader, writer: StreamWriter) => Coroutine<T>,
+  options: { keepOpen?: boolean; limit?: number } = {},
+): Promise<T> {
+  const { server, port } = await nodeServer((socket) => {
+    let i = 0;
+    const next = (): void => {
+      if (i < chunks.length) {
+        socket.write(chunks[i++] as string | Uint8Array);
+        setTimeout(next, 5);
+      } else if (options.keepOpen !== true) socket.end();
+    };
+    next();
+  });
+  try {
+    return await run(
+      (function* () {
+        const [reader, writer] = yield* openConnection('127.0.0.1', port, options.limit === undefined ? {} : { limit: options.limit });
+        try {
+          return yield* body(reader, writer);
+        } finally {
+          writer.close();
+        }
+      })(),
+    );
+  } finally {
+    server.close();
+  }
+}
+
+
+describe('StreamReader', () => {
+  it('reads lines, exact byte counts and everything to EOF, across chunk boundaries', async () => {
+    const seen = await withPeer(['hel', 'lo\nwor', 'ld\n12', '345', '6789 tail'], function* (reader) {
+      const first = text(yield* reader.readline());
+      const second = text(yield* reader.readline());
+      const exact = text(yield* reader.readexactly(5));
+      const rest = text(yield* reader.read());
+      return { first, second, exact, rest, atEof: reader.atEof(), again: (yield* reader.read()).length };
+    });
+    expect(seen).toEqual({ first: 'hello\n', second: 'world\n', exact: '12345', rest: '6789 tail', atEof: true, again: 0 });
+  });
+
+  it('read(n) returns what is buffered, at most n bytes; readline at EOF gives the partial line, then empty', async () => {
+    const seen = await withPeer(['abcdef', 'partial'], function* (reader) {
+      const a = text(yield* reader.read(4));
+      const b = text(yield* reader.read(100));
+      const line = text(yield* reader.readline());
+      const after = (yield* reader.readline()).length;
+      return [a, b, line, after];
+    });
+    expect(seen).toEqual(['abcd', 'ef', 'partial', 0]);
+  });
+
+  it('readexactly: the peer closing first raises IncompleteReadError with the partial bytes and the count expected', async () => {
+    const error = await withPeer(['12', '345'], function* (reader) {
+      return (yield* raisedBy(() => reader.readexactly(10))) as Error;
+    });
+    expect(error).toBeInstanceOf(IncompleteReadError);
+    const incomplete = error as IncompleteReadError;
+    expect(text(incomplete.partial)).toBe('12345');
+    expect(incomplete.expected).toBe(10);
+    expect(incomplete.message).toBe('5 bytes read on a total of 10 expected bytes');
+  });
+
+  it('readexactly refuses a negative count; readuntil an empty separator', async () => {
+    const errors = await withPeer(['x'], function* (reader) {
+      return [(yield* raisedBy(() => reader.readexactly(-1))) as Error, (yield* raisedBy(() => reader.readuntil(''))) as Error];
+    });
+    expect(errors[0]).toBeInstanceOf(RangeError);
+    expect(errors[0]!.message).toBe('readexactly size can not be less than zero');
+    expect(errors[1]).toBeInstanceOf(RangeError);
+    expect(errors[1]!.message).toBe('Separator should be at least one-byte string');
+  });
+
+  it('readuntil finds a separator split across chunks; EOF first gives IncompleteReadError with expected null', async () => {
+    const seen = await withPeer(['one\r', '\ntwo\r\nthree'], function* (reader) {
+      const one = text(yield* reader.readuntil('\r\n'));
+      const two = text(yield* reader.readuntil(bytes('\r\n')));
+      const error = (yield* raisedBy(() => reader.readuntil('\r\n'))) as IncompleteReadError;
+      return { one, two, partial: text(error.partial), expected: error.expected, name: error.name };
+    });
+    expect(seen).toEqual({ one: 'one\r\n', two: 'two\r\n', partial: 'three', expected: null, name: 'IncompleteReadError' });
+  });
+
+  it('readuntil past the limit raises LimitOverrunError and keeps the data buffered', async () => {
+    const seen = await withPeer(['0123456789abcdef', '|rest'], function* (reader) {
+      const notFound = (yield* raisedBy(() => reader.readuntil('|'))) as LimitOverrunError;
+      // The bytes are still there: the separator shows up once more data arrives and a larger read takes them.
+      const kept = text(yield* reader.readexactly(17));
+      return { name: notFound.name, message: notFound.message, consumed: notFound.consumed, kept };
+    }, { limit: 8 });
+    expect(seen.name).toBe('LimitOverrunError');
+    expect(seen.message).toBe('Separator is not found, and chunk exceed the limit');
+    expect(seen.consumed).toBe(16);
+    expect(seen.kept).toBe('0123456789abcdef|');
+  });
+
+  it('readuntil: a separator found beyond the limit is a LimitOverrunError naming where it is', async () => {
+    const error = await withPeer(['0123456789|'], function* (reader) {
+      return (yield* raisedBy(() => reader.readuntil('|'))) as LimitOverrunError;
+    }, { limit: 8 });
+    expect(error.message).toBe('Separator is found, but chunk is longer than limit');
+    expect(error.consumed).toBe(10);
+  });
+
+  it('readline over the limit raises RangeError, drops that line, and the stream stays usable', async () => {
+    const seen = await withPeer(['a very long line indeed\nshort\n'], function* (reader) {
+      const error = (yield* raisedBy(() => reader.readline())) as Error;
+      return { error, next: text(yield* reader.readline()) };
+    }, { limit: 8 });
+    expect(seen.error).toBeInstanceOf(RangeError);
+    expect(seen.error.message).toBe('Separator is found, but chunk is longer than limit');
+    expect(seen.next).toBe('short\n');
+  });
+
+  it('a reader cancelled while waiting loses no bytes: the next reader gets them all', async () => {
+    const seen = await withPeer(['abc', 'def', 'ghij'], function* (reader) {
+      const loop = getRunningLoop();
+      const waiting = loop.createTask(reader.readexactly(100));
+      yield* sleep(0.03);
+      waiting.cancel();
+      const error = (yield* raisedBy(() => waiting)) as Error;
+      return { cancelled: error instanceof CancelledError, all: text(yield* reader.readexactly(10)) };
+    }, { keepOpen: true });
+    expect(seen).toEqual({ cancelled: true, all: 'abcdefghij' });
+  });
+
+  it('a timeout around readline leaves the partial line for the next read', async () => {
+    const seen = await withPeer(['partial ', 'line'], function* (reader) {
+      const error = (yield* raisedBy(() => waitFor(reader.readline(), 0.02))) as Error;
+      return { timedOut: error instanceof TimeoutError, rest: text(yield* reader.readexactly(12)) };
+    }, { keepOpen: true });
+    expect(seen).toEqual({ timedOut: true, rest: 'partial line' });
+  });
+
+  it('two coroutines waiting at once: the second gets a RuntimeError', async () => {
+    const error = await withPeer([], function* (reader) {
+      const loop = getRunningLoop();
+      const first = loop.createTask(reader.readexactly(1));
+      yield* sleep(0);
+      const second = (yield* raisedBy(() => reader.readline())) as Error;
+      first.cancel();
+      return second;
+    }, { keepOpen: true });
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error.message).toBe('readuntil() called while another coroutine is already waiting for incoming data');
+  });
+
+  it('a reset connection raises its error from the waiting read and from exception()', async () => {
+    const { server, port } = await nodeServer((socket) => {
+      socket.write('x');
+      setTimeout(() => socket.resetAndDestroy(), 20);
+    });
+    try {
+      const seen = await run(
+        (function* () {
+          const [reader, writer] = yield* openConnection('127.0.0.1', port);
+          yield* reader.readexactly(1);
+          const error = (yield* raisedBy(() => reader.read(10))) as Error;
+          const drainError = (yield* raisedBy(() => writer.drain())) as Error;
+          return { code: (error as Error & { code?: string }).code, same: reader.exception() === error, drain: drainError === error };
+        })(),
+      );
+      expect(seen).toEqual({ code: 'ECONNRESET', same: true, drain: true });
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('StreamWriter', () => {
+  it('drain() waits while a slow reader holds the data back, and returns at once for a fast one', async () => {
+    let release: () => void = () => undefined;
+    const received: number[] = [];
+    let ended: Promise<void> = Promise.resolve();
+    const { server, port } = await nodeServer((socket) => {
+      socket.pause();
+      ended = new Promise((resolve) => socket.once('end', resolve));
+      release = () => {
+        socket.on('data', (chunk: Buffer) => received.push(chunk.length));
+        socket.resume();
+      };
+    });
+    try {
+      const seen = await run(
+        (function* () {
+          const [, writer] = yield* openConnection('127.0.0.1', port);
+          // A fast path: a small write leaves the buffer below the high-water mark.
+          writer.write(new Uint8Array(10));
+          const quick = ensureFuture(writer.drain());
+          yield* sleep(0);
+          const quickDone = quick.done();
+          // Far more than the kernel buffers hold: the transport's buffer stays above its mark.
+          writer.write(new Uint8Array(16 << 20));
+          const slow = ensureFuture(writer.drain());
+          yield* sleep(0.1);
+          const waitedWhileHeld = !slow.done();
+          release();
+          yield* slow;
+          const buffered = writer.transport.getWriteBufferSize();
+          writer.close();
+          yield* writer.waitClosed();
+          return { quickDone, waitedWhileHeld, belowLow: buffered <= writer.transport.getWriteBufferLimits()[0] };
+        })(),
+      );
+      expect(seen).toEqual({ quickDone: true, waitedWhileHeld: true, belowLow: true });
+      await ended;
+      expect(received.reduce((a, b) => a + b, 0)).toBe(10 + (16 << 20));
+    } finally {
+      server.close();
+    }
+  });
+
+  it('a task cancelled while blocked in drain() gets CancelledError there; nothing written is lost', async () => {
+    let release: () => void = () => undefined;
+    let received = 0;
+    let ended: Promise<void> = Promise.resolve();
+    const { server, port } = await nodeServer((socket) => {
+      socket.pause();
+      ended = new Promise((resolve) => socket.once('end', resolve));
+      release = () => {
+        socket.on('data', (chunk: Buffer) => (received += chunk.length));
+        socket.resume();
+      };
+    });
+    try {
+      const seen = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          const [, writer] = yield* openConnection('127.0.0.1', port);
+          const writing = loop.createTask(
+            (function* () {
+              writer.write(new Uint8Array(16 << 20));
+              yield* writer.drain();
+              return 'drained';
+            })(),
+          );
+          yield* sleep(0.05);
+          writing.cancel();
+          const error = (yield* raisedBy(() => writing)) as Error;
+          release();
+          writer.write(new Uint8Array(100));
+          yield* writer.drain();
+          writer.close();
+          yield* writer.waitClosed();
+          return error instanceof CancelledError;
+        })(),
+      );
+      expect(seen).toBe(true);
+      await ended;
+      expect(received).toBe((16 << 20) + 100);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('writeEof half-closes: the peer sees EOF and still answers; write after writeEof is a RuntimeError', async () => {
+    const { server, port } = await nodeServer((socket) => {
+      let total = 0;
+      socket.on('data', (chunk: Buffer) => (total += chunk.length));
+      socket.on('end', () => socket.end(`got ${total}`));
+    });
+    try {
+      const seen = await run(
+        (function* () {
+          const [reader, writer] = yield* openConnection('127.0.0.1', port);
+          expect(writer.canWriteEof()).toBe(true);
+          writer.write(bytes('12345'));
+          writer.writeEof();
+          const afterEof = (() => {
+            try {
+              writer.write(bytes('x'));
+              return null;
+            } catch (error) {
+              return error as Error;
+            }
+          })();
+          const answer = text(yield* reader.read());
+          writer.close();
+          yield* writer.waitClosed();
+          return { answer, afterEof: afterEof?.message };
+        })(),
+      );
+      expect(seen).toEqual({ answer: 'got 5', afterEof: 'Cannot call write() after writeEof()' });
+    } finally {
+      server.close();
+    }
+  });
+
+  it('writing after close is dropped silently (asyncio logs only past five writes); write refuses what is not bytes', async () => {
+    const seen = await withPeer([], function* (_reader, writer) {
+      writer.close();
+      writer.write(bytes('dropped'));
+      yield* writer.waitClosed();
+      writer.write(bytes('dropped too'));
+      let typeError: Error | null = null;
+      try {
+        writer.write('text' as unknown as Uint8Array);
+      } catch (error) {
+        typeError = error as Error;
+      }
+      return { closing: writer.isClosing(), typeError: typeError?.message };
+    }, { keepOpen: true });
+    expect(seen).toEqual({ closing: true, typeError: "data argument must be a bytes-like object, not 'string'" });
+  });
+
+  it('reports its addresses and socket through getExtraInfo', async () => {
+    const seen = await withPeer([], function* (_reader, writer) {
+      const peer = writer.getExtraInfo('peername') as [string, number];
+      const local = writer.getExtraInfo('sockname') as [string, number];
+      const socket = writer.getExtraInfo('socket');
+      return { peerHost: peer[0], localHost: local[0], samePort: socket?.remotePort === peer[1], other: writer.getExtraInfo('nothing', 7) };
+    }, { keepOpen: true });
+    expect(seen).toEqual({ peerHost: '127.0.0.1', localHost: '127.0.0.1', samePort: true, other: 7 });
+  });
+});
+
+describe('startServer and Server', () => {
+  function* echoLines(reader: StreamReader, writer: StreamWriter): Coroutine<void> {
+    for (;;) {
+      const line = yield* reader.readline();
+      if (line.length === 0) break;
+      writer.write(line);
+      yield* writer.drain();
+    }
+    writer.close();
+  }
+
+  it('serves each connection with its own reader and writer; a coroutine handler runs as a Task', async () => {
+    const seen = await run(
+      (function* () {
+        const server = yield* startServer(echoLines, '127.0.0.1', 0);
+        const [, port] = server.address() as [string, number];
+        const talk = function* (name: string): Coroutine<string> {
+          const [reader, writer] = yield* openConnection('127.0.0.1', port);
+          writer.write(bytes(`${name}-1\n${name}-2\n`));
+          const answer = text(yield* reader.readexactly(2 * (name.length + 3)));
+          writer.close();
+          yield* writer.waitClosed();
+          return answer;
+        };
+        const answers = yield* gather([talk('a'), talk('bb'), talk('ccc')]);
+        server.close();
+        yield* server.waitClosed();
+        return { answers, serving: server.isServing(), sockets: server.sockets.length };
+      })(),
+    );
+    expect(seen).toEqual({ answers: ['a-1\na-2\n', 'bb-1\nbb-2\n', 'ccc-1\nccc-2\n'], serving: false, sockets: 0 });
+  });
+
+  it('waitClosed waits until the server is closed and every connection it accepted ended', async () => {
+    const order = await run(
+      (function* () {
+        const order: string[] = [];
+        const server = yield* startServer(function* (reader, writer) {
+          yield* reader.readline();
+          order.push('handler done');
+          writer.close();
+        }, '127.0.0.1', 0);
+        const [, port] = server.address() as [string, number];
+        const [, writer] = yield* openConnection('127.0.0.1', port);
+        yield* sleep(0.02);
+        server.close();
+        const closed = ensureFuture(server.waitClosed());
+        closed.addDoneCallback(() => order.push('waitClosed returned'));
+        yield* sleep(0.02);
+        order.push('client writes');
+        writer.write(bytes('bye\n'));
+        yield* closed;
+        writer.close();
+        return order;
+      })(),
+    );
+    expect(order).toEqual(['client writes', 'handler done', 'waitClosed returned']);
+  });
+
+  it('closeClients() and abortClients() end the connections it accepted; a new client is refused once it is closed', async () => {
+    const seen = await run(
+      (function* () {
+        const server = yield* startServer(function* (reader) {
+          yield* reader.read();
+        }, '127.0.0.1', 0);
+        const [, port] = server.address() as [string, number];
+        const [r1] = yield* openConnection('127.0.0.1', port);
+        const [r2] = yield* openConnection('127.0.0.1', port);
+        yield* sleep(0.02);
+        server.close();
+        server.closeClients();
+        const first = (yield* r1.read()).length;
+        server.abortClients();
+        const second = (yield* r2.read()).length;
+        yield* server.waitClosed();
+        const refused = (yield* raisedBy(() => openConnection('127.0.0.1', port))) as Error & { code?: string };
+        return { first, second, code: refused.code };
+      })(),
+    );
+    expect(seen).toEqual({ first: 0, second: 0, code: 'ECONNREFUSED' });
+  });
+
+  it('serveForever until cancelled closes the server; twice is a RuntimeError; on a closed server too', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        const server = yield* startServer(echoLines, '127.0.0.1', 0);
+        const forever = loop.createTask(server.serveForever());
+        yield* sleep(0);
+        const twice = (yield* raisedBy(() => server.serveForever())) as Error;
+        forever.cancel();
+        const cancelled = (yield* raisedBy(() => forever)) as Error;
+        const afterClose = (yield* raisedBy(() => server.serveForever())) as Error;
+        return { twice: twice.message, cancelled: cancelled instanceof CancelledError, closed: server.sockets.length, afterClose: afterClose.message };
+      })(),
+    );
+    expect(seen.twice).toMatch(/^server <Server sockets=\(127\.0\.0\.1:\d+\)> is already being awaited on serveForever\(\)$/);
+    expect(seen.cancelled).toBe(true);
+    expect(seen.closed).toBe(0);
+    expect(seen.afterClose).toBe('server <Server sockets=()> is closed');
+  });
+
+  it('run(body) closes the server after the body, as `async with server` does', async () => {
+    const seen = await run(
+      (function* () {
+        const server = yield* startServer(echoLines, '127.0.0.1', 0);
+        const answer = yield* server.run(function* (s) {
+          const [, port] = s.address() as [string, number];
+          const [reader, writer] = yield* openConnection('127.0.0.1', port);
+          writer.write(bytes('inside\n'));
+          const line = text(yield* reader.readline());
+          writer.close();
+          return line;
+        });
+        return { answer, open: server.sockets.length };
+      })(),
+    );
+    expect(seen).toEqual({ answer: 'inside\n', open: 0 });
+  });
+
+  it('a handler that raises is reported once to the exception handler and its connection closed; the server keeps serving', async () => {
+    const seen = await run(
+      (function* () {
+        const contexts: ExceptionContext[] = [];
+        getRunningLoop().setExceptionHandler((_loop, context) => contexts.push(context));
+        const server = yield* startServer(function* (reader, writer) {
+          const line = text(yield* reader.readline());
+          if (line === 'boom\n') throw new RangeError('bad request');
+          writer.write(bytes(`ok ${line}`));
+          writer.close();
+        }, '127.0.0.1', 0);
+        const [, port] = server.address() as [string, number];
+        const [r1, w1] = yield* openConnection('127.0.0.1', port);
+        w1.write(bytes('boom\n'));
+        const closed = (yield* r1.read()).length;
+        const [r2, w2] = yield* openConnection('127.0.0.1', port);
+        w2.write(bytes('fine\n'));
+        const answer = text(yield* r2.readline());
+        w1.close();
+        w2.close();
+        server.close();
+        yield* server.waitClosed();
+        return { closed, answer, contexts: contexts.map((c) => [c.message, (c.exception as Error).message]) };
+      })(),
+    );
+    expect(seen).toEqual({ closed: 0, answer: 'ok fine\n', contexts: [['Unhandled exception in clientConnected callback', 'bad request']] });
+  });
+
+  it('a port in use fails with the OS error and its code', async () => {
+    const { server, port } = await nodeServer(() => undefined);
+    try {
+      const error = await run(
+        (function* () {
+          return (yield* raisedBy(() => startServer(echoLines, '127.0.0.1', port))) as Error & { code?: string };
+        })(),
+      );
+      expect(error.code).toBe('EADDRINUSE');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('refuses bad arguments with errors that name them', async () => {
+    const errors = await run(
+      (function* () {
+        return [
+          (yield* raisedBy(() => startServer(null as never, '127.0.0.1', 0))) as Error,
+          (yield* raisedBy(() => startServer(echoLines, '127.0.0.1', 70000))) as Error,
+          (yield* raisedBy(() => openConnection('', 80))) as Error,
+          (yield* raisedBy(() => openConnection('127.0.0.1', 80, { limit: 0 }))) as Error,
+          (yield* raisedBy(() => startServer(echoLines, '127.0.0.1', 0, { reusePort: true }))) as Error,
+        ].map((error) => `${error.name}: ${error.message}`);
+      })(),
+    );
+    expect(errors[0]).toBe('TypeError: startServer() clientConnected must be a function, got null');
+    expect(errors[1]).toBe('RangeError: startServer() port must be an integer from 0 to 65535, got 70000');
+    expect(errors[2]).toBe("TypeError: openConnection() host must be a non-empty string, got ''");
+    expect(errors[3]).toBe('RangeError: Limit cannot be <= 0: got 0');
+    if (Number(process.versions.node.split('.')[0]) < 22) {
+      expect(errors[4]).toBe(`RangeError: reusePort needs Node 22.12 or later (SO_REUSEPORT in net.Server.listen); this is Node ${process.version}`);
+    }
+  });
+
+  it('stream functions need a running loop', () => {
+    const coroutine = openConnection('127.0.0.1', 1);
+    expect(() => coroutine.next()).toThrow('openConnection() must be awaited in a running loop: no running event loop');
+  });
+
+  it('a server still open when its loop closes stops listening, and its connections end', async () => {
+    let port = 0;
+    let client: Socket | null = null;
+    await run(
+      (function* () {
+        const server = yield* startServer(function* (reader) {
+          yield* reader.read();
+        }, '127.0.0.1', 0);
+        port = (server.address() as [string, number])[1];
+        client = netConnect(port, '127.0.0.1');
+        yield* sleep(0.02);
+      })(),
+    );
+    const ended = await new Promise<string>((resolve) => {
+      (client as Socket | null)!.on('close', () => resolve('closed by the server'));
+      (client as Socket | null)!.resume();
+    });
+    expect(ended).toBe('closed by the server');
+    const refused = await new Promise<string>((resolve) => {
+      const socket = netConnect(port, '127.0.0.1');
+      socket.on('error', (error: Error & { code?: string }) => resolve(error.code ?? ''));
+      socket.on('connect', () => {
+        socket.destroy();
+        resolve('connected');
+      });
+    });
+    expect(refused).toBe('ECONNREFUSED');
+  });
+});
+
+describe('Unix sockets and TLS', () => {
+  it('startUnixServer and openUnixConnection talk through a socket file, which closing the server removes (a stale one is replaced)', async () => {
+    const path = join(dir, 'echo.sock');
+    writeFileSync(path, 'not a socket');
+    const notASocket = await run(
+      (function* () {
+        return (yield* raisedBy(() => startUnixServer(() => undefined, path))) as Error & { code?: string };
+      })(),
+    );
+    expect(notASocket.code).toBe('EADDRINUSE');
+    rmSync(path);
+    const seen = await run(
+      (function* () {
+        const server: Server = yield* startUnixServer(function* (reader, writer) {
+          writer.write(yield* reader.readline());
+          writer.close();
+        }, path);
+        const existed = existsSync(path);
+        const [reader, writer] = yield* openUnixConnection(path);
+        writer.write(bytes('over a unix socket\n'));
+        const line = text(yield* reader.readline());
+        const peer = writer.getExtraInfo('peername');
+        writer.close();
+        server.close();
+        yield* server.waitClosed();
+        return { existed, line, peer, removed: !existsSync(path) };
+      })(),
+    );
+    expect(seen).toEqual({ existed: true, line: 'over a unix socket\n', peer: path, removed: true });
+  });
+
+  it('serves and connects over TLS; a client that does not trust the certificate fails its handshake', async () => {
+    const key = readFileSync(new URL('./fixtures/tls-key.pem', import.meta.url));
+    const cert = readFileSync(new URL('./fixtures/tls-cert.pem', import.meta.url));
+    const seen = await run(
+      (function* () {
+        const server = yield* startServer(
+          function* (reader, writer) {
+            writer.write(bytes(`secure ${text(yield* reader.readline())}`));
+            writer.close();
+          },
+          '127.0.0.1',
+          0,
+          { ssl: { key, cert } },
+        );
+        const [, port] = server.address() as [string, number];
+        const [reader, writer] = yield* openConnection('127.0.0.1', port, { ssl: { ca: cert }, serverHostname: 'localhost' });
+        const canWriteEof = writer.canWriteEof();
+        writer.write(bytes('hello\n'));
+        const answer = text(yield* reader.read());
+        const cipher = writer.getExtraInfo('cipher') as { name: string } | null;
+        const subject = (writer.getExtraInfo('peercert') as { subject: { CN: string } }).subject.CN;
+        writer.close();
+        const untrusted = (yield* raisedBy(() => openConnection('127.0.0.1', port, { ssl: true }))) as Error & { code?: string };
+        server.close();
+        yield* server.waitClosed();
+        return { canWriteEof, answer, hasCipher: typeof cipher?.name === 'string', subject, untrusted: untrusted.code };
+      })(),
+    );
+    expect(seen).toEqual({ canWriteEof: false, answer: 'secure hello\n', hasCipher: true, subject: 'localhost', untrusted: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+  });
+});

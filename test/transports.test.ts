@@ -1,0 +1,494 @@
+/**
+ * Transports and protocols over real sockets on 127.0.0.1: the order of protocol callbacks, a
+ * protocol that throws, half-close, pausing reading, write-buffer limits with pauseWriting and
+ * resumeWriting, abort; UDP endpoints; getaddrinfo.
+ */
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import {
+  DatagramProtocol,
+  Protocol,
+  getRunningLoop,
+  run,
+  sleep,
+  type Coroutine,
+  type DatagramTransport,
+  type ExceptionContext,
+  type SocketAddress,
+  Transport,
+} from '../src/index.js';
+import { nodeServer, until } from './helpers/io.js';
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** A protocol that records every call, and checks it is never called re-entrantly or outside an iteration. */
+class Recorder extends Protocol {
+  readonly calls: string[] = [];
+  transport: Transport | null = null;
+  #inside = false;
+
+  #enter(call: string): void {
+    if (this.#inside) this.calls.push('RE-ENTERED');
+    if (!getRunningLoop()._inDrive()) this.calls.push('OUTSIDE AN ITERATION');
+    this.calls.push(call);
+  }
+
+  override connectionMade(transport: Transport): void {
+    this.#enter('made');
+    this.transport = transport;
+  }
+
+  override dataReceived(data: Uint8Array): void {
+    this.#enter(`data:${dec.decode(data)}`);
+  }
+
+  override eofReceived(): boolean {
+    this.#enter('eof');
+    return false;
+  }
+
+  override connectionLost(exc: Error | null): void {
+    this.#enter(`lost:${exc === null ? 'null' : ((exc as Error & { code?: string }).code ?? exc.message)}`);
+  }
+
+  override pauseWriting(): void {
+    this.#enter('pauseWriting');
+  }
+
+  override resumeWriting(): void {
+    this.#enter('resumeWriting');
+  }
+}
+
+
+
+describe('Transport and Protocol', () => {
+  it('calls the protocol in order, inside loop iterations, never re-entrantly: made, data, eof, lost', async () => {
+    const peer = await nodeServer((socket) => {
+      socket.write('one');
+      setTimeout(() => socket.end('two'), 10);
+    });
+    try {
+      const calls = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          const [, protocol] = yield* loop.createConnection(() => new Recorder(), '127.0.0.1', peer.port);
+          yield* until(() => protocol.calls.some((call) => call.startsWith('lost')));
+          return protocol.calls;
+        })(),
+      );
+      expect(calls).toEqual(['made', 'data:one', 'data:two', 'eof', 'lost:null']);
+    } finally {
+      peer.server.close();
+    }
+  });
+
+  it('a protocol whose dataReceived throws: the exception handler hears it once, and connectionLost gets the error', async () => {
+    const peer = await nodeServer((socket) => socket.write('boom'));
+    try {
+      const seen = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          const contexts: ExceptionContext[] = [];
+          loop.setExceptionHandler((_loop, context) => contexts.push(context));
+          class Throwing extends Recorder {
+            override dataReceived(data: Uint8Array): void {
+              super.dataReceived(data);
+              throw new RangeError('cannot parse');
+            }
+          }
+          const [transport, protocol] = yield* loop.createConnection(() => new Throwing(), '127.0.0.1', peer.port);
+          yield* until(() => protocol.calls.some((call) => call.startsWith('lost')));
+          return {
+            calls: protocol.calls,
+            closing: transport.isClosing(),
+            contexts: contexts.map((c) => [c.message, (c.exception as Error).message, c.transport === transport, c.protocol === protocol]),
+          };
+        })(),
+      );
+      expect(seen).toEqual({
+        calls: ['made', 'data:boom', 'lost:cannot parse'],
+        closing: true,
+        contexts: [['Fatal error: protocol.dataReceived() call failed.', 'cannot parse', true, true]],
+      });
+    } finally {
+      peer.server.close();
+    }
+  });
+
+  it('eofReceived returning true keeps the transport open for writing (half-close)', async () => {
+    let answer = '';
+    const peer = await nodeServer((socket) => {
+      socket.end('question');
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    });
+    try {
+      const calls = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          class HalfClose extends Recorder {
+            override eofReceived(): boolean {
+              super.eofReceived();
+              this.transport!.write(enc.encode('answer after eof'));
+              this.transport!.close();
+              return true;
+            }
+          }
+          const [, protocol] = yield* loop.createConnection(() => new HalfClose(), '127.0.0.1', peer.port);
+          yield* until(() => protocol.calls.some((call) => call.startsWith('lost')));
+          return protocol.calls;
+        })(),
+      );
+      expect(calls).toEqual(['made', 'data:question', 'eof', 'lost:null']);
+      expect(answer).toBe('answer after eof');
+    } finally {
+      peer.server.close();
+    }
+  });
+
+  it('pauseReading stops dataReceived until resumeReading; nothing is lost', async () => {
+    let send: (text: string) => void = () => undefined;
+    const peer = await nodeServer((socket) => {
+      send = (text) => socket.write(text);
+    });
+    try {
+      const seen = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          const [transport, protocol] = yield* loop.createConnection(() => new Recorder(), '127.0.0.1', peer.port);
+          yield* until(() => protocol.calls.length > 0);
+          send('a');
+          yield* until(() => protocol.calls.includes('data:a'));
+          transport.pauseReading();
+          const reading = transport.isReading();
+          send('b');
+          send('c');
+          yield* sleep(0.05);
+          const whilePaused = protocol.calls.join(',');
+          transport.resumeReading();
+          yield* until(() => protocol.calls.join('').includes('c'));
+          transport.close();
+          yield* until(() => protocol.calls.some((call) => call.startsWith('lost')));
+          return { reading, whilePaused, after: protocol.calls.join(',').replace('data:b,data:c', 'data:bc') };
+        })(),
+      );
+      expect(seen).toEqual({ reading: false, whilePaused: 'made,data:a', after: 'made,data:a,data:bc,lost:null' });
+    } finally {
+      peer.server.close();
+    }
+  });
+
+  it('a peer that ends while the protocol paused reading: every chunk, then eof, then connectionLost', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        // A pipe whose three chunks and end all arrive before the loop delivers the first one.
+        const pipe = new PassThrough();
+        const protocol = new (class extends Recorder {
+          override dataReceived(data: Uint8Array): void {
+            super.dataReceived(data);
+            if (this.calls.length === 2) {
+              this.transport!.pauseReading();
+              loop.callLater(0.02, () => this.transport!.resumeReading());
+            }
+          }
+        })();
+        new Transport(loop, protocol, { readable: pipe, writable: null });
+        pipe.write('a');
+        pipe.write('b');
+        pipe.end('c');
+        yield* until(() => protocol.calls.some((call) => call.startsWith('lost')));
+        return protocol.calls.join(',');
+      })(),
+    );
+    expect(seen).toBe('made,data:a,data:b,data:c,eof,lost:null');
+  });
+
+  it('calls pauseWriting past the high-water mark and resumeWriting once the buffer drained below the low one', async () => {
+    let release: () => void = () => undefined;
+    let received = 0;
+    let ended: Promise<void> = Promise.resolve();
+    const peer = await nodeServer((socket) => {
+      socket.pause();
+      ended = new Promise((resolve) => socket.once('end', resolve));
+      release = () => {
+        socket.on('data', (chunk: Buffer) => (received += chunk.length));
+        socket.resume();
+      };
+    });
+    try {
+      const seen = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          const [transport, protocol] = yield* loop.createConnection(() => new Recorder(), '127.0.0.1', peer.port);
+          transport.setWriteBufferLimits(1000, 100);
+          const limits = transport.getWriteBufferLimits();
+          transport.write(new Uint8Array(500));
+          const belowHigh = protocol.calls.slice();
+          transport.write(new Uint8Array(16 << 20));
+          const paused = protocol.calls.slice();
+          const buffered = transport.getWriteBufferSize() > 1000;
+          yield* sleep(0.05);
+          const stillPaused = !protocol.calls.includes('resumeWriting');
+          release();
+          yield* until(() => protocol.calls.includes('resumeWriting'));
+          transport.close();
+          yield* until(() => protocol.calls.some((call) => call.startsWith('lost')));
+          return { limits, belowHigh, paused, buffered, stillPaused, calls: protocol.calls };
+        })(),
+      );
+      expect(seen).toEqual({
+        limits: [100, 1000],
+        belowHigh: ['made'],
+        paused: ['made', 'pauseWriting'],
+        buffered: true,
+        stillPaused: true,
+        calls: ['made', 'pauseWriting', 'resumeWriting', 'lost:null'],
+      });
+      await ended;
+      expect(received).toBe(500 + (16 << 20));
+    } finally {
+      peer.server.close();
+    }
+  });
+
+  it('setWriteBufferLimits checks its marks as asyncio does', async () => {
+    const peer = await nodeServer(() => undefined);
+    try {
+      const seen = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          const [transport] = yield* loop.createConnection(() => new Recorder(), '127.0.0.1', peer.port);
+          const defaults = transport.getWriteBufferLimits();
+          transport.setWriteBufferLimits(null, 1000);
+          const fromLow = transport.getWriteBufferLimits();
+          let error: Error | null = null;
+          try {
+            transport.setWriteBufferLimits(10, 20);
+          } catch (caught) {
+            error = caught as Error;
+          }
+          transport.abort();
+          return { defaults, fromLow, error: `${error?.name}: ${error?.message}` };
+        })(),
+      );
+      expect(seen).toEqual({ defaults: [16384, 65536], fromLow: [1000, 4000], error: 'RangeError: high (10) must be >= low (20) must be >= 0' });
+    } finally {
+      peer.server.close();
+    }
+  });
+
+  it('abort() drops what is buffered and ends the connection at once with connectionLost(null)', async () => {
+    let got = 0;
+    let peerClosed = false;
+    const peer = await nodeServer((socket) => {
+      socket.pause();
+      socket.on('data', (chunk: Buffer) => (got += chunk.length));
+      socket.on('end', () => (peerClosed = true));
+      socket.on('close', () => (peerClosed = true));
+      setTimeout(() => socket.resume(), 100);
+    });
+    try {
+      const calls = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          const [transport, protocol] = yield* loop.createConnection(() => new Recorder(), '127.0.0.1', peer.port);
+          transport.write(new Uint8Array(32 << 20));
+          transport.abort();
+          yield* until(() => protocol.calls.some((call) => call.startsWith('lost')));
+          yield* until(() => peerClosed);
+          return protocol.calls;
+        })(),
+      );
+      // Past the high-water mark, as asyncio; never resumed, the buffer being dropped.
+      expect(calls).toEqual(['made', 'pauseWriting', 'lost:null']);
+      expect(got).toBeLessThan(32 << 20);
+    } finally {
+      peer.server.close();
+    }
+  });
+
+  it('a connection refused raises the OS error; the protocol factory is never called', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        let made = 0;
+        try {
+          yield* loop.createConnection(() => {
+            made++;
+            return new Recorder();
+          }, '127.0.0.1', 1);
+          return null;
+        } catch (error) {
+          return { code: (error as Error & { code?: string }).code, made };
+        }
+      })(),
+    );
+    expect(seen).toEqual({ code: 'ECONNREFUSED', made: 0 });
+  });
+
+  it('createServer gives each connection a protocol from the factory; the transport knows its addresses', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        const accepted: Recorder[] = [];
+        class Echo extends Recorder {
+          override dataReceived(data: Uint8Array): void {
+            super.dataReceived(data);
+            this.transport!.write(data);
+          }
+        }
+        const server = yield* loop.createServer(() => {
+          const protocol = new Echo();
+          accepted.push(protocol);
+          return protocol;
+        }, '127.0.0.1', 0);
+        const [, port] = server.address() as [string, number];
+        const [transport, client] = yield* loop.createConnection(() => new Recorder(), '127.0.0.1', port);
+        transport.write(enc.encode('echo me'));
+        yield* until(() => client.calls.includes('data:echo me'));
+        const sockname = transport.getExtraInfo('sockname') as [string, number];
+        const serverPeer = accepted[0]!.transport!.getExtraInfo('peername') as [string, number];
+        transport.close();
+        server.close();
+        yield* server.waitClosed();
+        return { server: accepted[0]!.calls, samePort: sockname[1] === serverPeer[1], peer: transport.getExtraInfo('peername') };
+      })(),
+    );
+    expect(seen.server).toEqual(['made', 'data:echo me', 'eof', 'lost:null']);
+    expect(seen.samePort).toBe(true);
+    expect((seen.peer as [string, number])[0]).toBe('127.0.0.1');
+  });
+});
+
+describe('UDP: createDatagramEndpoint', () => {
+  class Udp extends DatagramProtocol {
+    readonly calls: string[] = [];
+    transport: DatagramTransport | null = null;
+    override connectionMade(transport: DatagramTransport): void {
+      this.transport = transport;
+      this.calls.push('made');
+    }
+    override datagramReceived(data: Uint8Array, addr: SocketAddress): void {
+      this.calls.push(`from ${(addr as [string, number])[0]}: ${dec.decode(data)}`);
+    }
+    override errorReceived(exc: Error): void {
+      this.calls.push(`error ${(exc as Error & { code?: string }).code}`);
+    }
+    override connectionLost(exc: Error | null): void {
+      this.calls.push(`lost ${exc}`);
+    }
+  }
+
+  it('sends and receives datagrams between a bound endpoint and a connected one', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        class Pong extends Udp {
+          override datagramReceived(data: Uint8Array, addr: SocketAddress): void {
+            super.datagramReceived(data, addr);
+            this.transport!.sendto(enc.encode(`pong ${dec.decode(data)}`), addr);
+          }
+        }
+        const [server, pong] = yield* loop.createDatagramEndpoint(() => new Pong(), { localAddr: ['127.0.0.1', 0] });
+        const [, port] = server.getExtraInfo('sockname') as [string, number];
+        const [client, ping] = yield* loop.createDatagramEndpoint(() => new Udp(), { remoteAddr: ['127.0.0.1', port] });
+        client.sendto(enc.encode('1'));
+        client.sendto(enc.encode('2'), ['127.0.0.1', port]);
+        yield* until(() => ping.calls.length >= 3);
+        let wrongAddress: Error | null = null;
+        try {
+          client.sendto(enc.encode('x'), ['127.0.0.1', port + 1]);
+        } catch (error) {
+          wrongAddress = error as Error;
+        }
+        client.close();
+        server.close();
+        yield* until(() => ping.calls.length >= 4 && pong.calls.length >= 4);
+        return { ping: ping.calls, pong: pong.calls, peer: client.getExtraInfo('peername'), wrongAddress: wrongAddress?.message, port };
+      })(),
+    );
+    expect(seen.ping).toEqual(['made', 'from 127.0.0.1: pong 1', 'from 127.0.0.1: pong 2', 'lost null']);
+    expect(seen.pong).toEqual(['made', 'from 127.0.0.1: 1', 'from 127.0.0.1: 2', 'lost null']);
+    expect(seen.peer).toEqual(['127.0.0.1', seen.port]);
+    expect(seen.wrongAddress).toBe(`Invalid address: must be null or ['127.0.0.1', ${seen.port}]`);
+  });
+
+  it('an ICMP port-unreachable reaches errorReceived; the endpoint stays open', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        // A free port, closed again: nobody listens there.
+        const [probe] = yield* loop.createDatagramEndpoint(() => new Udp(), { localAddr: ['127.0.0.1', 0] });
+        const [, port] = probe.getExtraInfo('sockname') as [string, number];
+        probe.close();
+        yield* sleep(0.01);
+        const [client, protocol] = yield* loop.createDatagramEndpoint(() => new Udp(), { remoteAddr: ['127.0.0.1', port] });
+        for (let i = 0; i < 20 && !protocol.calls.some((c) => c.startsWith('error')); i++) {
+          client.sendto(enc.encode('anyone?'));
+          yield* sleep(0.01);
+        }
+        const closing = client.isClosing();
+        client.close();
+        yield* until(() => protocol.calls.includes('lost null'));
+        return { error: protocol.calls.find((c) => c.startsWith('error')), closing };
+      })(),
+    );
+    expect(seen).toEqual({ error: 'error ECONNREFUSED', closing: false });
+  });
+
+  it('refuses an endpoint without any address, and sendto without an address when it is not connected', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        let noAddress: Error | null = null;
+        try {
+          yield* loop.createDatagramEndpoint(() => new Udp(), {});
+        } catch (error) {
+          noAddress = error as Error;
+        }
+        const [transport] = yield* loop.createDatagramEndpoint(() => new Udp(), { localAddr: ['127.0.0.1', 0] });
+        let noTarget: Error | null = null;
+        try {
+          transport.sendto(enc.encode('x'));
+        } catch (error) {
+          noTarget = error as Error;
+        }
+        transport.close();
+        return [noAddress?.message, noTarget?.message];
+      })(),
+    );
+    expect(seen).toEqual([
+      'unexpected address family: createDatagramEndpoint() needs localAddr or remoteAddr',
+      'sendto() needs an address: the endpoint was opened without remoteAddr',
+    ]);
+  });
+});
+
+describe('getaddrinfo', () => {
+  it("resolves without blocking, one 5-tuple per address and socket type, as asyncio's", async () => {
+    const infos = await run(getRunningLoopInfos());
+    expect(infos).toContainEqual([4, 1, 6, '', ['127.0.0.1', 8080]]);
+    expect(infos).toContainEqual([4, 2, 17, '', ['127.0.0.1', 8080]]);
+    expect(infos.every(([family]) => family === 4)).toBe(true);
+  });
+
+  function* getRunningLoopInfos(): Coroutine<Array<[number, number, number, string, [string, number]]>> {
+    return yield* getRunningLoop().getaddrinfo('127.0.0.1', '8080', { family: 4 });
+  }
+
+  it('raises the resolver error for a name that does not exist', async () => {
+    const code = await run(
+      (function* () {
+        try {
+          yield* getRunningLoop().getaddrinfo('no-such-host.invalid', 80);
+          return null;
+        } catch (error) {
+          return (error as Error & { code?: string }).code;
+        }
+      })(),
+    );
+    expect(['ENOTFOUND', 'EAI_AGAIN']).toContain(code);
+  });
+});
