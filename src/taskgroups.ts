@@ -13,6 +13,7 @@
  * groups stays out here too: a CancelledError never goes into a group, and KeyboardInterrupt
  * and SystemExit bypass grouping and propagate as themselves.
  */
+import { awaitedThrough } from './internal/awaited-by.js';
 import { isCoroutine, type Coroutine } from './coroutines.js';
 import { getRunningLoop } from './events.js';
 import { CancelledError, ExceptionGroup, RuntimeError, _isEscaping } from './exceptions.js';
@@ -150,6 +151,7 @@ export class TaskGroup {
     const parent = currentTask(this.#loop);
     if (parent === null) throw new RuntimeError(`TaskGroup ${this} cannot determine the parent task`);
     this.#parentTask = parent;
+    awaitedThrough(this.#onTaskDone, parent);
     this.#entered = true;
   }
 

@@ -5,6 +5,7 @@
  * synchronous iterator of Futures. None of them completes anything inline: every hand-over
  * between futures goes through done callbacks, hence through the loop's `callSoon`.
  */
+import { awaitedThrough } from './internal/awaited-by.js';
 import type { EventLoop } from './base-events.js';
 import { _isGenerator, isCoroutine, type Awaitable, type AwaitedResult, type Coroutine } from './coroutines.js';
 import { getEventLoop, getRunningLoop } from './events.js';
@@ -120,6 +121,7 @@ class GatheringFuture extends Future<unknown[]> {
     this.#children = children;
     this.#count = byArg.size;
     this.#returnExceptions = returnExceptions;
+    awaitedThrough(this.#childDone, this);
     // Children already done are accounted for now (asyncio 3.12+), so an all-done gather is done.
     for (const child of byArg.values()) {
       if (child.done()) this.#childDone(child);
@@ -296,6 +298,7 @@ export function shield<T>(aw: Awaitable<T>): Future<T> {
     if (!inner.done()) inner.removeDoneCallback(onInnerDone);
   };
   inner.addDoneCallback(onInnerDone);
+  awaitedThrough(onInnerDone, outer);
   outer.addDoneCallback(onOuterDone);
   return outer;
 }
