@@ -30,6 +30,8 @@ export interface Row {
   higherIsBetter: boolean;
   /** The target from the issues, when there is one, e.g. ">= 10 M/s". */
   target?: string;
+  /** The same workload in other runtimes (`--peers`): CPython's asyncio, uvloop. */
+  peers?: Record<string, number>;
 }
 
 /** The median of `values`. */
@@ -85,15 +87,22 @@ export function advantage(row: Row): number | null {
 
 /** Render rows as a Markdown table. */
 export function renderTable(rows: Row[]): string {
+  const peerNames = [...new Set(rows.flatMap((row) => Object.keys(row.peers ?? {})))];
   const lines = [
-    '| workload | multiloop | Node baseline | advantage | target |',
-    '|---|---:|---:|---:|---|',
+    `| workload | multiloop | baseline (same run) | advantage |${peerNames.map((name) => ` ${name} (multiloop's advantage) |`).join('')} target |`,
+    `|---|---:|---:|---:|${peerNames.map(() => '---:|').join('')}---|`,
   ];
   for (const row of rows) {
     const ratio = advantage(row);
     const base = row.baseline === null ? '—' : `${formatNumber(row.baseline)} ${row.unit} (${row.baselineName})`;
+    const peers = peerNames.map((name) => {
+      const value = row.peers?.[name];
+      if (value === undefined) return ' — |';
+      const over = row.higherIsBetter ? row.value / value : value / row.value;
+      return ` ${formatNumber(value)} ${row.unit} (${over.toFixed(2)}×) |`;
+    });
     lines.push(
-      `| ${row.workload} | ${formatNumber(row.value)} ${row.unit} | ${base} | ${ratio === null ? '—' : `${ratio.toFixed(2)}×`} | ${row.target ?? ''} |`,
+      `| ${row.workload} | ${formatNumber(row.value)} ${row.unit} | ${base} | ${ratio === null ? '—' : `${ratio.toFixed(2)}×`} |${peers.join('')} ${row.target ?? ''} |`,
     );
   }
   return lines.join('\n');

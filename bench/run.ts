@@ -1,14 +1,17 @@
 /**
  * `npm run bench`: every workload, each beside its Node baseline measured in the same run.
- * Prints a Markdown table; `--json` also writes bench-results.json. `--only=core` picks workloads.
+ * Prints a Markdown table; `--json` also writes bench-results.json. `--only=core` picks workloads;
+ * `--peers` adds the same workloads in CPython's asyncio and uvloop (bench/peers).
  */
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { coreWorkloads } from './core.js';
 import { executorWorkloads } from './executor.js';
+import { ioWorkloads } from './io.js';
 import { threadWorkloads } from './threads.js';
 import { toolkitWorkloads } from './toolkit.js';
 import { renderTable, type Row } from './harness.js';
+import { runPeers } from './peers.js';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -19,6 +22,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['toolkit', toolkitWorkloads],
   ['threads', threadWorkloads],
   ['executor', executorWorkloads],
+  ['io', ioWorkloads],
 ];
 
 const header = `multiloop bench — Node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), medians of several runs`;
@@ -28,6 +32,15 @@ for (const [name, suite] of suites) {
   if (only !== undefined && !only.includes(name)) continue;
   console.log(`\n${name}:`);
   rows.push(...(await suite((line) => console.log(line))));
+}
+if (args.includes('--peers')) {
+  console.log('\npeers:');
+  for (const [name, peer] of Object.entries(runPeers((line) => console.log(line)))) {
+    for (const row of rows) {
+      const value = peer[row.workload];
+      if (value !== undefined) (row.peers ??= {})[name] = value;
+    }
+  }
 }
 console.log(`\n${renderTable(rows)}`);
 if (json) {
