@@ -64,6 +64,7 @@ export { TaskGroup } from './taskgroups.js';
 export { staggeredRace } from './staggered.js';
 export { Runner, run, type RunOptions } from './runners.js';
 export { fromAbortable, type SignalOption } from './interop.js';
+export { wrapComlink, type ComlinkResult, type FutureProxy } from './comlink.js';
 export {
   PiscinaExecutor,
   createDefaultExecutor,
@@ -85,3 +86,42 @@ export {
   type RemoteResult,
 } from './loop-thread.js';
 export { logger, type Logger } from './log.js';
+export { DatagramProtocol, Protocol } from './protocols.js';
+export { DatagramTransport, Transport, type SocketAddress } from './transports.js';
+export {
+  Server,
+  type AddrInfo,
+  type CreateConnectionOptions,
+  type CreateServerOptions,
+  type DatagramEndpointOptions,
+  type GetaddrinfoOptions,
+} from './connections.js';
+export {
+  StreamReader,
+  StreamWriter,
+  openConnection,
+  openUnixConnection,
+  startServer,
+  startUnixServer,
+  type ClientConnectedCallback,
+  type OpenConnectionOptions,
+  type StartServerOptions,
+} from './streams.js';
+export {
+  DEVNULL,
+  PIPE,
+  Process,
+  STDOUT,
+  createSubprocessExec,
+  createSubprocessShell,
+  type SubprocessOptions,
+} from './subprocess.js';
+export {
+  captureCallGraph,
+  formatCallGraph,
+  printCallGraph,
+  type CallGraphOptions,
+  type FrameCallGraphEntry,
+  type FutureCallGraph,
+  type RemoteTaskRef,
+} from './graph.js';

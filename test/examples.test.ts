@@ -1,0 +1,53 @@
+/**
+ * The examples run as a user runs them (`npm start`, `npm run example:*` run the built files):
+ * each ends with exit code 0 and prints what it promises.
+ */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+
+/** Run `dist/examples/<name>.js` in a child node process; its output. */
+async function example(name: string): Promise<string> {
+  const script = fileURLToPath(new URL(`../dist/examples/${name}.js`, import.meta.url));
+  const { stdout } = await run(process.execPath, [script], { timeout: 60_000 });
+  return stdout;
+}
+
+describe('examples', () => {
+  it('interop: a fetch cancelled by waitFor is aborted at the server, and a pool job reports progress into this loop', async () => {
+    const out = await example('interop');
+    expect(out).toMatch(/^fetch http:\/\/127\.0\.0\.1:\d+\/fast: quick\n/);
+    expect(out).toContain('fetch /slow: TimeoutError after 0.2 s\n');
+    expect(out).toMatch(/server: the client hung up on \/slow after \d+ ms: the request was aborted, not left running\n/);
+    for (let i = 1; i <= 8; i++) expect(out).toContain(`] ${i}/8 (in this loop: true)\n`);
+    expect(out).toMatch(/indexed 8 MiB in a pool thread: [0-9a-f]{16}\n$/);
+  });
+
+  it('echo: a line server in a LoopThread answers three concurrent clients; a child is read line by line', async () => {
+    const out = await example('echo');
+    expect(out).toMatch(/^line server listening on 127\.0\.0\.1:\d+ in thread \d+\n/);
+    for (const name of ['ADA', 'BOB', 'CY']) expect(out).toMatch(new RegExp(`  HELLO FROM ${name} \\| [1-6]\n`));
+    expect(out).toContain('server stopped after 6 commands\n');
+    expect(out).toContain('child says: countdown 3\nchild says: countdown 2\nchild says: countdown 1\nchild exited with 0\n');
+  });
+
+  it('offload: twelve jobs ran on the pool', async () => {
+    expect(await example('offload')).toMatch(/^12 jobs of 50 ms CPU each ran in [\d.]+ s on the pool \(\d+ rounds\)\nthe loop's worst lag meanwhile: [\d.]+ ms\n$/);
+  });
+
+  it('multi-loop: a service thread answers, refuses a reservation with its own error, and closes', async () => {
+    expect(await example('multi-loop')).toBe(
+      'in stock: 12 apples, 4 pears (asked thread 1 concurrently)\nreserved, 7 left\nreservation failed: RangeError: only 4 pear left, 9 asked\ninventory thread closed: true\n',
+    );
+  });
+
+  it('chaining: futures chain across three threads, and a timeout cancels the remote task', async () => {
+    const out = await example('chaining');
+    expect(out).toContain('10 apples cost 4.5 (pricing -> main -> inventory -> main -> pricing -> main)\n');
+    expect(out).toContain('audit timed out after 0.2 s: the remote task was cancelled\n');
+    expect(out).toContain('inventory: audit finally ran\n');
+  });
+});
