@@ -31,6 +31,11 @@ export default tseslint.config(
     rules: { 'prefer-rest-params': 'off' },
   },
   {
+    // Plain Node scripts that run before the build (scripts/system-deps.mjs).
+    files: ['scripts/**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+  },
+  {
     // Tests throw from finally blocks on purpose: that is what they check.
     files: ['test/**/*.ts'],
     rules: { 'no-unsafe-finally': 'off' },
