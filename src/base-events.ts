@@ -15,6 +15,7 @@ import { Handle, TimerHandle, type AnyCallback, type Runnable } from './handles.
 import { Deque } from './internal/deque.js';
 import { INSPECT, repr, typeName } from './internal/format.js';
 import { heapify, heapPop, heapPush } from './internal/heap.js';
+import { currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
 import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { Task, ensureFuture } from './task.js';
@@ -38,6 +39,9 @@ import {
 import type { DatagramProtocol, Protocol } from './protocols.js';
 import { _addSignalHandler, _removeSignalHandler } from './signals.js';
 import type { DatagramTransport, Transport } from './transports.js';
+
+/** How many slow callbacks a loop remembers for its health report. */
+const SLOW_CALLBACKS_KEPT = 20;
 
 /** asyncio: purge the timer heap when it holds more than this many timers... */
 const MIN_SCHEDULED_TIMER_HANDLES = 100;
@@ -148,6 +152,10 @@ export class EventLoop {
   /** In debug mode, callbacks running longer than this many seconds are logged (slow_callback_duration). */
   slowCallbackDuration = 0.1;
 
+  constructor() {
+    registerLoop(this);
+  }
+
   #ready = new Deque<Runnable>(64);
   #scheduled: TimerHandle[] = [];
   #timerCancelledCount = 0;
@@ -174,6 +182,17 @@ export class EventLoop {
   #defaultExecutor: Executor | null = null;
   #executorShutdownCalled = false;
 
+  /** @internal The loop's id, unique in the process (ps, the monitor). */
+  readonly _id: number = newId();
+  /** @internal Iterations run so far (loop health). */
+  _iterations = 0;
+  /**
+   * @internal When the current run of iterations began, in whole ms of `performance.now()`: a
+   * task parked on a future notes it, so a snapshot can say how long it has been waiting.
+   */
+  _tick = 0;
+  /** @internal The last slow callbacks debug mode saw, oldest first (loop health). */
+  _slowCallbacks: SlowCallback[] = [];
   /** @internal The task whose step runs now (asyncio's `_current_tasks[loop]`). */
   _currentTask: Task<unknown> | null = null;
   /** @internal The first of the loop's pending tasks, linked through `_prevTask`/`_nextTask`. */
@@ -313,6 +332,17 @@ export class EventLoop {
     if (next !== null) next._prevTask = prev;
     task._prevTask = null;
     task._nextTask = null;
+  }
+
+  /** @internal What a health report says of this loop right now. */
+  _stats(): { running: boolean; closed: boolean; debug: boolean; ready: number; timers: number } {
+    return {
+      running: this.#running,
+      closed: this.#closed,
+      debug: this.#debug,
+      ready: this.#ready.length,
+      timers: this.#scheduled.length - this.#timerCancelledCount,
+    };
   }
 
   /** @internal Count a cancelled timer still in the heap (asyncio's `_timer_handle_cancelled`). */
@@ -828,6 +858,7 @@ export class EventLoop {
    * @internal
    */
   _runOnce(): void {
+    this._iterations++;
     if (this.#inbox.length > 0) this.#drainInbox();
     const scheduled = this.#scheduled;
     if (
@@ -946,7 +977,11 @@ export class EventLoop {
     handle._run();
     const took = this.time() - started;
     if (took >= this.slowCallbackDuration) {
-      logger.warning(`Executing ${handle._describe()} took ${took.toFixed(3)} seconds`);
+      const callback = handle._describe();
+      logger.warning(`Executing ${callback} took ${took.toFixed(3)} seconds (thread '${currentThreadName()}')`);
+      const slow = this._slowCallbacks;
+      if (slow.length === SLOW_CALLBACKS_KEPT) slow.shift();
+      slow.push({ callback, seconds: took, at: Date.now() });
     }
   }
 
@@ -967,7 +1002,11 @@ export class EventLoop {
     this.#immediate = null;
     if (!this.#running) return;
     this.#inDrive = true;
-    const sliceEnd = performance.now() + TIME_SLICE_MS;
+    const started = performance.now();
+    const sliceEnd = started + TIME_SLICE_MS;
+    this._tick = started | 0;
+    const beating = healthEnabled();
+    if (beating) heartbeat[0] = performance.timeOrigin + started;
     let iterations = 0;
     let error: unknown;
     try {
@@ -982,12 +1021,14 @@ export class EventLoop {
             if (scheduled.length > 0 && this._advanceClock(wait)) continue;
             this.#sleep(Math.min(wait, MAXIMUM_SELECT_TIMEOUT));
             this.#inDrive = false;
+            if (beating) heartbeat[0] = 0;
             return;
           }
         }
         if ((++iterations & (SLICE_CHECK_EVERY - 1)) === 0 && performance.now() >= sliceEnd) {
           this.#wake();
           this.#inDrive = false;
+          if (beating) heartbeat[0] = 0;
           return;
         }
       }
@@ -995,6 +1036,7 @@ export class EventLoop {
       error = caught === undefined ? new RuntimeError('undefined was thrown out of the event loop') : caught;
     }
     this.#inDrive = false;
+    if (beating) heartbeat[0] = 0;
     this.#finish(error);
   };
 

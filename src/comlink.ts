@@ -299,6 +299,8 @@ class ComlinkClient {
     // ensureFuture settles it in a loop iteration, and ignores an outcome once it is done
     // (cancelled, or failed by the death of the far side).
     const future = ensureFuture(promise, { loop });
+    // Snapshots (ps) read what a pending future stands for from its result slot, unused until it is done.
+    if (!future.done()) future._result = `comlink call ${repr(name)}`;
     this.#pending.add(future);
     future.addDoneCallback(() => this.#pending.delete(future));
     return future;

@@ -10,7 +10,7 @@
 import type { EventLoop } from './base-events.js';
 import { isCoroutine, type Coroutine } from './coroutines.js';
 import { getEventLoop } from './events.js';
-import { CANCELLED, FAILED, Future, type LoopOption } from './futures.js';
+import { CANCELLED, FAILED, Future, PENDING, type LoopOption } from './futures.js';
 import { ConcurrentFuture } from './internal/concurrent-future.js';
 import { repr } from './internal/format.js';
 import { ensureFuture } from './task.js';
@@ -74,6 +74,8 @@ export function wrapFuture(future: unknown, options?: LoopOption): Future<unknow
 
 /** @internal Chain `source` into `destination` of `loop` (asyncio's `_chain_future`, concurrent source). */
 export function chainConcurrent<T>(source: ConcurrentFuture<T>, destination: Future<T>, loop: EventLoop): void {
+  // Snapshots (ps) read what a pending future follows from its result slot, unused until it is done.
+  if (destination._state === PENDING) destination._result = source;
   destination.addDoneCallback((done) => {
     if (done.cancelled()) source.cancel();
   });

@@ -4,17 +4,15 @@
  * The policy is module state of this thread's copy of the library, so it is thread-local:
  * setting the loop in one worker thread never changes another's.
  */
-import { isMainThread, threadId } from 'node:worker_threads';
 import { EventLoop } from './base-events.js';
 import { RuntimeError } from './exceptions.js';
 import { typeName } from './internal/format.js';
+import { currentThreadName, setCurrentThreadName } from './internal/introspect.js';
 import { _getEventLoop, _getRunningLoop, _setPolicyLoop } from './internal/running.js';
-
-let threadName = isMainThread ? 'MainThread' : `Thread-${threadId}`;
 
 /** @internal Name this thread in messages such as "no current event loop in thread 'X'". */
 export function _setThreadName(name: string): void {
-  threadName = name;
+  setCurrentThreadName(name);
 }
 
 /**
@@ -34,7 +32,7 @@ export class EventLoopPolicy {
   /** The current loop of this thread; RuntimeError when none was set (get_event_loop). */
   getEventLoop(): EventLoop {
     if (this.#loop === null) {
-      throw new RuntimeError(`There is no current event loop in thread '${threadName}'.`);
+      throw new RuntimeError(`There is no current event loop in thread '${currentThreadName()}'.`);
     }
     return this.#loop;
   }

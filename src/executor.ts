@@ -242,6 +242,10 @@ class JobFuture extends ConcurrentFuture<unknown> {
     return this.engine.cancel(this);
   }
 
+  override _describeWork(): string {
+    return `job ${describeWorkerFn(this.fn)} in the pool, ${this.running() ? 'running' : 'queued'}`;
+  }
+
   override running(): boolean {
     if (super.running()) return true;
     const slots = this.slots;

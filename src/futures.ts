@@ -11,6 +11,7 @@ import { _FUTURE, _awaiting } from './coroutines.js';
 import { CancelledError, InvalidStateError, RuntimeError } from './exceptions.js';
 import { INSPECT, describeCallback, repr } from './internal/format.js';
 import { _getEventLoop } from './internal/running.js';
+import { captureSuspension } from './internal/suspension.js';
 import type { EventLoop, ExceptionContext } from './base-events.js';
 
 /** @internal */
@@ -237,6 +238,7 @@ export class Future<T = unknown> implements PromiseLike<T> {
     if (this._state === PENDING) {
       if (_awaiting.future === this) throw new RuntimeError("await wasn't used with future");
       _awaiting.future = this;
+      if (this._loop.getDebug()) captureSuspension(this.next);
       return { value: this, done: false };
     }
     return { value: this.result(), done: true };
@@ -344,6 +346,11 @@ export class Future<T = unknown> implements PromiseLike<T> {
     this._cancelMessage = msg;
     this._scheduleCallbacks();
     return true;
+  }
+
+  /** @internal The futures this one waits for (a gather's children), for snapshots; none for a plain future. */
+  _awaits(): ReadonlyArray<Future<unknown>> {
+    return [];
   }
 
   /** @internal 'Future' or 'Task', for reports. */

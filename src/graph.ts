@@ -11,7 +11,9 @@
  */
 import { RuntimeError } from './exceptions.js';
 import { Future } from './futures.js';
-import { ownerOf } from './internal/awaited-by.js';
+import { ownerOf, remoteAwaitersOf } from './internal/awaited-by.js';
+import { idOf } from './internal/introspect.js';
+import { captureSuspension, suspendedAt, suspension } from './internal/suspension.js';
 import { repr } from './internal/format.js';
 import { generatorLocation, generatorName } from './internal/generators.js';
 import { _getRunningLoop } from './internal/running.js';
@@ -55,19 +57,6 @@ export interface CallGraphOptions {
   limit?: number | null;
 }
 
-/** Ids of futures in graphs, stable for each object's life, as asyncio's `id()`. */
-const ids = new WeakMap<object, number>();
-let lastId = 0;
-
-function idOf(future: object): number {
-  let id = ids.get(future);
-  if (id === undefined) {
-    id = ++lastId;
-    ids.set(future, id);
-  }
-  return id;
-}
-
 function checkOptions(options: CallGraphOptions | undefined, what: string): { depth: number; limit: number | null } {
   const depth = options?.depth ?? 1;
   const limit = options?.limit ?? null;
@@ -76,29 +65,48 @@ function checkOptions(options: CallGraphOptions | undefined, what: string): { de
   return { depth, limit };
 }
 
-/** The call stack of `future`: a task's coroutine, where it is suspended when the loop is in debug mode. */
-function callStackOf(future: Future<unknown>, skip: number, limit: number | null): FrameCallGraphEntry[] {
+/**
+ * The call stack of `future`, innermost first: for the task running now, the frames of this
+ * very moment (from the caller of the graph function `entry` down to the task's step); for a
+ * parked task in debug mode, the frames of its `yield*` chain where it parked; otherwise its
+ * coroutine alone (with its location in debug mode).
+ */
+function callStackOf(future: Future<unknown>, skip: number, limit: number | null, entry: (...args: never[]) => unknown): FrameCallGraphEntry[] {
   if (!(future instanceof Task)) return [];
   const coro = future.getCoro();
   if (coro === null) return [];
-  const running = currentTask(future.getLoop()) === future;
-  const location = !running && future.getLoop().getDebug() ? generatorLocation(coro) : null;
-  let stack: FrameCallGraphEntry[] = [{ name: generatorName(coro) ?? 'anonymous()', location }];
+  const loop = future.getLoop();
+  let stack: FrameCallGraphEntry[] | undefined;
+  if (currentTask(loop) === future) {
+    captureSuspension(entry);
+    stack = suspension.frames ?? undefined;
+    suspension.frames = null;
+  } else if (future._futWaiter !== null && loop.getDebug()) {
+    stack = suspendedAt.get(future);
+  }
+  stack ??= [{ name: generatorName(coro) ?? 'anonymous()', location: loop.getDebug() ? generatorLocation(coro) : null }];
   stack = stack.slice(skip);
   if (limit !== null) stack = limit >= 0 ? stack.slice(0, limit) : stack.slice(limit);
   return stack;
 }
 
-/** The graph of `future` and of everything that awaits it, each future once. */
-function buildGraph(future: Future<unknown>, skip: number, limit: number | null, seen: Set<Future<unknown>>): FutureCallGraph {
+/** The graph of `future` and of everything that awaits it, each future once; callers in other threads as references. */
+function buildGraph(
+  future: Future<unknown>,
+  skip: number,
+  limit: number | null,
+  seen: Set<Future<unknown>>,
+  entry: (...args: never[]) => unknown,
+): FutureCallGraph {
   seen.add(future);
   const awaitedBy: FutureCallGraph[] = [];
-  for (const [entry] of future._entries()) {
-    const waiter = entry instanceof Future ? entry : typeof entry === 'function' ? ownerOf(entry) : undefined;
+  for (const [callback] of future._entries()) {
+    const waiter = callback instanceof Future ? callback : typeof callback === 'function' ? ownerOf(callback) : undefined;
     if (waiter === undefined || seen.has(waiter)) continue;
-    awaitedBy.push(buildGraph(waiter, 0, limit, seen));
+    awaitedBy.push(buildGraph(waiter, 0, limit, seen, entry));
   }
-  return { future, callStack: callStackOf(future, skip, limit), awaitedBy };
+  for (const ref of remoteAwaitersOf(future)) awaitedBy.push({ future: ref, callStack: [], awaitedBy: [] });
+  return { future, callStack: callStackOf(future, skip, limit, entry), awaitedBy };
 }
 
 /**
@@ -114,11 +122,15 @@ function buildGraph(future: Future<unknown>, skip: number, limit: number | null,
  * ```
  */
 export function captureCallGraph(future: Future<unknown> | null = null, options?: CallGraphOptions): FutureCallGraph | null {
+  return capture(future, options, captureCallGraph);
+}
+
+function capture(future: Future<unknown> | null, options: CallGraphOptions | undefined, entry: (...args: never[]) => unknown): FutureCallGraph | null {
   const { depth, limit } = checkOptions(options, 'captureCallGraph()');
   if (future !== null) {
     if (!(future instanceof Future)) throw new TypeError(`captureCallGraph() needs a Future or a Task, got ${repr(future)}`);
     const current = currentTask(future.getLoop()) === future;
-    return buildGraph(future, current ? Math.max(0, depth - 1) : 0, limit, new Set());
+    return buildGraph(future, current ? Math.max(0, depth - 1) : 0, limit, new Set(), entry);
   }
   const loop = _getRunningLoop();
   if (loop === null) {
@@ -126,7 +138,7 @@ export function captureCallGraph(future: Future<unknown> | null = null, options?
   }
   const task = currentTask(loop);
   if (task === null) return null;
-  return buildGraph(task, Math.max(0, depth - 1), limit, new Set());
+  return buildGraph(task, Math.max(0, depth - 1), limit, new Set(), entry);
 }
 
 /** A graph's future as asyncio 3.14 names it: `Task(name='...', id=0x..)` or `Future(id=0x..)`. */
@@ -144,7 +156,7 @@ function render(graph: FutureCallGraph, lines: string[], level: number): void {
   if (graph.callStack.length > 0) {
     lines.push(`${indent}  + Call stack:`);
     for (const entry of graph.callStack) {
-      const at = entry.location === null ? null : /^(.*):(\d+)$/.exec(entry.location);
+      const at = entry.location === null ? null : /^(.*?):(\d+)(?::\d+)?$/.exec(entry.location);
       lines.push(at === null ? `${indent}  |   in async ${entry.name}` : `${indent}  |   File ${repr(at[1])}, line ${at[2]}, in async ${entry.name}`);
     }
   }
@@ -169,7 +181,12 @@ function render(graph: FutureCallGraph, lines: string[], level: number): void {
  * ```
  */
 export function formatCallGraph(future: Future<unknown> | null = null, options?: CallGraphOptions): string {
-  const graph = captureCallGraph(future, options);
+  return formatGraph(future, options, formatCallGraph);
+}
+
+/** The text of the graph; `entry` is the public function called, whose caller the current task's stack starts at. */
+function formatGraph(future: Future<unknown> | null, options: CallGraphOptions | undefined, entry: (...args: never[]) => unknown): string {
+  const graph = capture(future, options, entry);
   if (graph === null) return '';
   const lines: string[] = [];
   render(graph, lines, 0);
@@ -185,6 +202,6 @@ export function formatCallGraph(future: Future<unknown> | null = null, options?:
  * ```
  */
 export function printCallGraph(future: Future<unknown> | null = null, options?: CallGraphOptions & { file?: { write(text: string): unknown } }): void {
-  const text = formatCallGraph(future, options);
+  const text = formatGraph(future, options, printCallGraph);
   (options?.file ?? process.stdout).write(`${text}\n`);
 }

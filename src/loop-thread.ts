@@ -3,7 +3,7 @@
  * one module; loops call each other's exported functions through links (src/internal/link.ts),
  * and the hosted module reaches the loop that started it through `parentLoop()`.
  */
-import { MessageChannel, Worker, parentPort, workerData, type MessagePort, type ResourceLimits } from 'node:worker_threads';
+import { MessageChannel, Worker, isMainThread, parentPort, workerData, type MessagePort, type ResourceLimits } from 'node:worker_threads';
 import { _closeServedComlinkPorts, _comlinkChannel, _serveComlink } from './comlink.js';
 import type { EventLoop } from './base-events.js';
 import type { Coroutine } from './coroutines.js';
@@ -20,6 +20,8 @@ import { allTasks, currentTask } from './task.js';
 import { gather } from './tasks.js';
 import { moduleUrlOf, notAFunction, notExported } from './internal/module-ref.js';
 import { INSPECT } from './internal/format.js';
+import { newId } from './internal/introspect.js';
+import { snapshotThisThread, thisHeartbeat, unresponsiveThread, type ThreadSnapshot } from './internal/snapshot.js';
 
 /** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
 const HOST_ENTRY = new URL(
@@ -31,6 +33,60 @@ const HOST_ENTRY = new URL(
 const CLOSE_GRACE_MS = 10_000;
 
 let threadCounter = 0;
+
+/** The LoopThreads this thread started that are alive: a snapshot of the process asks each. */
+const startedHere = new Set<LoopThread>();
+
+/** How much of its own deadline a thread gives the threads it started, so that it answers in time. */
+const NESTED_DEADLINE = 0.8;
+
+/**
+ * This thread's part of a snapshot and that of every LoopThread under it, each asked with
+ * `timeout` ms to answer; one that does not answer is listed as unresponsive.
+ *
+ * @internal
+ */
+export async function _snapshotFromHere(timeout: number): Promise<ThreadSnapshot[]> {
+  const here = snapshotThisThread();
+  const below = await Promise.all([...startedHere].map((thread) => thread._snapshot(timeout)));
+  return [here, ...below.flat()];
+}
+
+/**
+ * A snapshot of every thread of the process: taken from the main thread, which a LoopThread
+ * asks through the threads that started it.
+ *
+ * @internal
+ */
+export function _snapshotProcess(timeout: number): Promise<ThreadSnapshot[]> {
+  if (isMainThread || parentPort === null || hostedHere === null) return _snapshotFromHere(timeout);
+  const { port1, port2 } = new MessageChannel();
+  const message: FromWorker = { type: 'ps', port: port2, timeout };
+  return new Promise<ThreadSnapshot[]>((resolve) => {
+    // The parent may be too busy to answer: then this thread's part (and those below) is what is known.
+    const timer = setTimeout(() => {
+      port1.close();
+      void _snapshotFromHere(timeout * NESTED_DEADLINE).then(resolve);
+    }, timeout * 2);
+    port1.once('message', (answer: ThreadSnapshot[]) => {
+      clearTimeout(timer);
+      port1.close();
+      resolve(answer);
+    });
+    parentPort!.postMessage(message, [port2]);
+  });
+}
+
+/** Answer a snapshot request on `port`. */
+function answerSnapshot(port: MessagePort, take: Promise<ThreadSnapshot[]>): void {
+  void take.then(
+    (answer) => {
+      port.postMessage(answer);
+      port.close();
+    },
+    () => port.close(),
+  );
+}
 
 /** The value a call of `F` produces on the caller's side: a coroutine's, Future's or Promise's result. */
 export type RemoteResult<R> =
@@ -84,9 +140,10 @@ function makeLinkPorts(): [LinkPorts, LinkPorts] {
   const toThere = new MessageChannel();
   const readHere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
   const readThere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  const id = newId();
   return [
-    { inPort: toHere.port1, outPort: toThere.port2, inRead: readHere, outRead: readThere },
-    { inPort: toThere.port1, outPort: toHere.port2, inRead: readThere, outRead: readHere },
+    { id, inPort: toHere.port1, outPort: toThere.port2, inRead: readHere, outRead: readThere },
+    { id, inPort: toThere.port1, outPort: toHere.port2, inRead: readThere, outRead: readHere },
   ];
 }
 
@@ -153,15 +210,57 @@ export class LoopThread implements LoopRef {
   #lastLoop: EventLoop | null = null;
   #lastLink: Link | null = null;
   #terminated = false;
+  readonly #heartbeat: Float64Array | null;
 
-  protected constructor(worker: Worker, name: string, moduleUrl: string, ready: { exports: string[]; others: string[] }, exited: Promise<void>) {
+  protected constructor(
+    worker: Worker,
+    name: string,
+    moduleUrl: string,
+    ready: { exports: string[]; others: string[]; heartbeat?: Float64Array },
+    exited: Promise<void>,
+  ) {
     this.#worker = worker;
     this.threadId = worker.threadId;
     this.name = name;
     this.moduleUrl = moduleUrl;
     this.#exports = new Set(ready.exports);
     this.#others = new Set(ready.others);
+    this.#heartbeat = ready.heartbeat ?? null;
     this.#exited = exited;
+  }
+
+  /**
+   * @internal This thread's part of a snapshot and that of the LoopThreads it started, or, when
+   * it does not answer within `timeout` ms, what its heartbeat says.
+   */
+  _snapshot(timeout: number): Promise<ThreadSnapshot[]> {
+    const unresponsive = (): ThreadSnapshot[] => [unresponsiveThread(this.threadId, this.name, this.#heartbeat)];
+    if (this.#death !== null) return Promise.resolve([]);
+    const { port1, port2 } = new MessageChannel();
+    const message: ToWorker = { type: 'snapshot', port: port2, timeout: timeout * NESTED_DEADLINE };
+    return new Promise<ThreadSnapshot[]>((resolve) => {
+      const timer = setTimeout(() => {
+        port1.close();
+        resolve(unresponsive());
+      }, timeout);
+      port1.once('message', (answer: ThreadSnapshot[]) => {
+        clearTimeout(timer);
+        port1.close();
+        resolve(answer);
+      });
+      // A thread that ends meanwhile answers nothing: its port closes.
+      port1.once('close', () => {
+        clearTimeout(timer);
+        resolve(this.#death !== null ? [] : unresponsive());
+      });
+      try {
+        this.#worker.postMessage(message, [port2]);
+      } catch {
+        clearTimeout(timer);
+        port1.close();
+        resolve([]);
+      }
+    });
   }
 
   /**
@@ -205,9 +304,10 @@ export class LoopThread implements LoopRef {
 
     let failure: Error | null = null;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-    const ready = await new Promise<{ exports: string[]; others: string[] } | null>((resolve) => {
+    const ready = await new Promise<{ exports: string[]; others: string[]; heartbeat: Float64Array } | null>((resolve) => {
       worker.on('message', (message: FromWorker) => {
         if (message.type === 'ready') resolve(message);
+        else if (message.type === 'ps') answerSnapshot(message.port, _snapshotProcess(message.timeout));
         else if (message.type === 'failed') {
           failure = decodeError(message.error) as Error;
           resolve(null);
@@ -233,6 +333,9 @@ export class LoopThread implements LoopRef {
     }
     worker.unref();
     thread = new LoopThread(worker, name, url, ready, exited);
+    const started = thread;
+    startedHere.add(started);
+    void exited.then(() => startedHere.delete(started));
     if (firstLink !== null && loop !== null) thread.#links.set(loop, firstLink);
     return thread;
   }
@@ -424,6 +527,8 @@ function describeError(error: Error & { code?: string }): string {
 // ───────────────────────────── inside the thread ─────────────────────────────
 
 let parentRef: LoopRef | null = null;
+/** The module this thread hosts, when it is a LoopThread. */
+let hostedHere: string | null = null;
 
 /**
  * The loop that started this LoopThread, to call the functions it exposed; null outside a
@@ -484,6 +589,7 @@ export async function _hostLoopThread(): Promise<void> {
   const control = parentPort;
   if (control === null) throw new RuntimeError('_hostLoopThread() runs inside a LoopThread worker only');
   _setThreadName(data.name);
+  hostedHere = data.moduleUrl;
   const loop = newEventLoop();
   setEventLoop(loop);
   const hosted: { table: Record<string, unknown> } = { table: {} };
@@ -509,6 +615,7 @@ export async function _hostLoopThread(): Promise<void> {
   control.on('message', (message: ToWorker) => {
     if (message.type === 'link') new Link(loop, message.ports, target, 'a loop of the parent thread');
     else if (message.type === 'comlink') _serveComlink(loop, message.port, (name) => target.lookup(name));
+    else if (message.type === 'snapshot') answerSnapshot(message.port, _snapshotFromHere(message.timeout));
     else if (message.type === 'close') loop.callSoonThreadsafe(() => void loop.createTask(shutdown(loop)));
   });
   control.unref();
@@ -516,6 +623,7 @@ export async function _hostLoopThread(): Promise<void> {
   const running = loop.runForever();
   const ready: FromWorker = {
     type: 'ready',
+    heartbeat: thisHeartbeat(),
     exports: names.filter((name) => typeof namespace[name] === 'function'),
     others: names.filter((name) => typeof namespace[name] !== 'function'),
   };

@@ -11,6 +11,7 @@
  * run is the wake-up from that future (asyncio's `__wakeup`), else a step (`__step`).
  */
 import { awaitedThrough } from './internal/awaited-by.js';
+import { suspendedAt, suspension } from './internal/suspension.js';
 import { Context, _beginLazy, _currentVars, _endLazy, _enter, _exit, _servesOwner, _switchTo, type VarMap } from './contextvars.js';
 import { _awaiting, _isGenerator, _isThenable, isCoroutine, type Awaitable, type Coroutine } from './coroutines.js';
 import { CancelledError, InvalidStateError, RuntimeError, _isEscaping } from './exceptions.js';
@@ -316,6 +317,9 @@ function runStep(task: Task<unknown>, error: unknown): void {
   } else if (yielded instanceof Future) {
     const blocking = _awaiting.future === yielded;
     if (blocking) _awaiting.future = null;
+    // Debug mode: where the coroutine chain is suspended, read by the future's next().
+    const frames = suspension.frames;
+    if (frames !== null) suspension.frames = null;
     if (yielded._loop !== task._loop) {
       scheduleStep(task, new RuntimeError(`Task ${task} got Future ${yielded} attached to a different loop`));
     } else if (!blocking) {
@@ -324,6 +328,10 @@ function runStep(task: Task<unknown>, error: unknown): void {
       scheduleStep(task, new RuntimeError(`Task cannot await on itself: ${task}`));
     } else {
       task._futWaiter = yielded;
+      // While parked, the slot of the next step's error is free: it holds when the wait began
+      // (ps() says how long a task waits; a wake-up reads the future, not this slot).
+      task._result = task._loop._tick;
+      if (frames !== null) suspendedAt.set(task, frames);
       // A subclass that overrides addDoneCallback is called through it, as asyncio's Task calls
       // add_done_callback of anything but an exact Future; the wake-up then runs as that callback.
       if (yielded.addDoneCallback === futureAddDoneCallback) yielded._addWaiter(task);

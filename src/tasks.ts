@@ -57,6 +57,8 @@ export function* sleep<T>(delay: number, result?: T): Coroutine<T | undefined> {
   const loop = getRunningLoop();
   const future = loop.createFuture<T | undefined>();
   const timer = loop.callLater(delay, setResultUnlessCancelled, future, result);
+  // Snapshots (ps) read what a pending future waits for from its result slot, unused until it is done.
+  future._result = timer;
   try {
     return yield* future;
   } finally {
@@ -127,6 +129,11 @@ class GatheringFuture extends Future<unknown[]> {
       if (child.done()) this.#childDone(child);
       else child.addDoneCallback(this.#childDone);
     }
+  }
+
+  /** @internal The children, for snapshots. */
+  override _awaits(): ReadonlyArray<Future<unknown>> {
+    return this.#children;
   }
 
   /** Cancel every child; returns whether any accepted. The future itself finishes later (cancel). */

@@ -649,12 +649,12 @@ describe('EventLoop debug mode', () => {
     loop.callSoon(slowCallback, 1, 'a');
     loop.callSoon(quickCallback);
     await runOnce(loop);
-    expect(warnings).toEqual(["Executing slowCallback(1, 'a') took 0.500 seconds"]);
+    expect(warnings).toEqual(["Executing slowCallback(1, 'a') took 0.500 seconds (thread 'MainThread')"]);
 
     loop.slowCallbackDuration = 0.01;
     loop.callSoon(quickCallback);
     await runOnce(loop);
-    expect(warnings).toEqual(["Executing slowCallback(1, 'a') took 0.500 seconds", 'Executing quickCallback() took 0.050 seconds']);
+    expect(warnings).toEqual(["Executing slowCallback(1, 'a') took 0.500 seconds (thread 'MainThread')", "Executing quickCallback() took 0.050 seconds (thread 'MainThread')"]);
   });
 
   it('reports no slow callbacks when debug mode is off', async () => {

@@ -18,6 +18,7 @@ import {
   shield,
   sleep,
   type Coroutine,
+  type FrameCallGraphEntry,
   type FutureCallGraph,
 } from '../src/index.js';
 
@@ -118,23 +119,62 @@ describe('captureCallGraph', () => {
     ]);
   });
 
-  it('in debug mode each suspended coroutine says where it is suspended', async () => {
-    const location = await run(
-      (function* main(): Coroutine<string | null> {
+  it('in debug mode a parked task shows its whole yield* chain, innermost first, each where it is suspended', async () => {
+    const stack = await run(
+      (function* main(): Coroutine<FrameCallGraphEntry[]> {
         const loop = getRunningLoop();
-        const task = loop.createTask(
-          (function* parked(): Coroutine<void> {
-            yield* sleep(3600);
-          })(),
-        );
+        function* inner(): Coroutine<void> {
+          yield* sleep(3600);
+        }
+        function* outer(): Coroutine<void> {
+          yield* inner();
+        }
+        const task = loop.createTask(outer());
         yield* sleep(0);
-        const found = captureCallGraph(task)!.callStack[0]!.location;
+        const found = captureCallGraph(task)!.callStack;
         task.cancel();
-        return found;
+        return [...found];
       })(),
       { debug: true },
     );
-    expect(location).toMatch(/graph\.test\.ts:\d+$/);
+    expect(stack.map((entry) => entry.name)).toEqual(['sleep()', 'inner()', 'outer()']);
+    expect(stack[0]!.location).toMatch(/tasks\.ts:\d+:\d+$/);
+    expect(stack[1]!.location).toMatch(/graph\.test\.ts:\d+:\d+$/);
+    expect(stack[2]!.location).toMatch(/graph\.test\.ts:\d+:\d+$/);
+  });
+
+  it('outside debug mode a parked task shows its coroutine alone, without a location', async () => {
+    const stack = await run(
+      (function* main(): Coroutine<FrameCallGraphEntry[]> {
+        const loop = getRunningLoop();
+        function* inner(): Coroutine<void> {
+          yield* sleep(3600);
+        }
+        function* outer(): Coroutine<void> {
+          yield* inner();
+        }
+        const task = loop.createTask(outer());
+        yield* sleep(0);
+        const found = captureCallGraph(task)!.callStack;
+        task.cancel();
+        return [...found];
+      })(),
+    );
+    expect(stack).toEqual([{ name: 'outer()', location: null }]);
+  });
+
+  it("the current task's stack is read live: every frame from the caller down to the task's step", async () => {
+    const stack = await run(
+      (function* main(): Coroutine<FrameCallGraphEntry[]> {
+        function* inner(): Coroutine<FrameCallGraphEntry[]> {
+          yield* sleep(0);
+          return [...captureCallGraph()!.callStack];
+        }
+        return yield* inner();
+      })(),
+    );
+    expect(stack.map((entry) => entry.name)).toEqual(['inner()', 'main()']);
+    expect(stack[0]!.location).toMatch(/graph\.test\.ts:\d+:\d+$/);
   });
 
   it('is null with no current task, a RuntimeError outside a running loop, a TypeError for what is not a future', async () => {
@@ -171,7 +211,7 @@ describe('formatCallGraph and printCallGraph', () => {
         [
           "^\\* Task\\(name='worker', id=0x[0-9a-f]+\\)",
           '  \\+ Call stack:',
-          '  \\|   in async worker\\(\\)',
+          "  \\|   File '[^']*graph\\.test\\.ts', line \\d+, in async worker\\(\\)",
           '  \\+ Awaited by:',
           '    \\* Future\\(id=0x[0-9a-f]+\\)',
           '      \\+ Awaited by:',
@@ -191,7 +231,8 @@ describe('formatCallGraph and printCallGraph', () => {
         return [out, formatCallGraph()];
       })(),
     );
-    expect(written[0]).toBe(`${written[1]}\n`);
-    expect(written[1]).toMatch(/^\* Task\(name='Task-\d+', id=0x[0-9a-f]+\)\n {2}\+ Call stack:\n {2}\| {3}in async main\(\)$/);
+    // The same but for the line each was called on.
+    expect(written[0].replace(/line \d+/, 'line N')).toBe(`${written[1].replace(/line \d+/, 'line N')}\n`);
+    expect(written[1]).toMatch(/^\* Task\(name='Task-\d+', id=0x[0-9a-f]+\)\n {2}\+ Call stack:\n {2}\| {3}File '[^']*graph\.test\.ts', line \d+, in async main\(\)$/);
   });
 });

@@ -35,6 +35,11 @@ export class ConcurrentFuture<T = unknown> {
   /** @internal Says what is known when a blocking wait of `timeout` seconds ended without an answer. */
   _describeTimeout: ((timeout: number | null) => string) | null = null;
 
+  /** @internal What the future stands for, in snapshots (`job add of file:///srv/math.js in the pool, running`); null when nothing is known. */
+  _describeWork(): string | null {
+    return null;
+  }
+
   /** Executors and `runCoroutineThreadsafe` create these; use `ConcurrentFuture._create()` inside the library. */
   protected constructor() {}
 

@@ -31,6 +31,8 @@ import { typeName } from './format.js';
 import { quoteName } from './module-ref.js';
 import { CALLBACK_HINT, findUncloneable } from './uncloneable.js';
 import { fromWire, toWire } from './wire.js';
+import { currentThreadName, idOf, threadOfId } from './introspect.js';
+import { setRemoteAwaiters, type RemoteRef } from './awaited-by.js';
 import { _Callbacks, _isComlinkProxy, _takeReceivedCallbacks } from '../comlink.js';
 import {
   ARGS_ARRAY,
@@ -46,6 +48,7 @@ import {
   OP_MASK,
   OP_NAME,
   OP_NOTIFY,
+  OP_ORIGIN,
   OP_REPLAY,
   OP_REPLAY_END,
   OP_RESULT,
@@ -77,6 +80,8 @@ export interface LinkOptions {
 class RemoteCallFuture<T> extends Future<T> {
   _link: Link | null = null;
   _id = 0;
+  /** The function called there, for ps() and reprs. */
+  _callName = '';
 
   override cancel(msg?: string): boolean {
     const cancelled = super.cancel(msg);
@@ -85,9 +90,33 @@ class RemoteCallFuture<T> extends Future<T> {
   }
 }
 
+/** What a Future of a call to another thread stands for ("call 'f' in LoopThread 'svc'"), or null for any other future. */
+export function describeCall(future: unknown): string | null {
+  if (!(future instanceof RemoteCallFuture)) return null;
+  const link = future._link;
+  return `call ${quoteName(future._callName)}${link === null ? '' : ` in ${link._peerName()}`}`;
+}
+
 interface RunningCall {
   future: Future<unknown>;
   name: string;
+  /** The task that made the call in the peer's thread, when it was made in one. */
+  origin: RemoteRef | null;
+}
+
+/** A call between threads as a snapshot sees it, from one side of its link. */
+export interface CallInFlight {
+  /** The link's id (the same on both sides) and the call's id on it: together they name the call in the process. */
+  readonly linkId: number;
+  readonly callId: number;
+  /** The function called. */
+  readonly name: string;
+  /** The peer, as messages name it ("LoopThread 'svc'"). */
+  readonly peer: string;
+  /** Caller side: the Future of the call (or ConcurrentFuture of a submit). Callee side: the Task or Future running it. */
+  readonly future: Future<unknown> | ConcurrentFuture<unknown>;
+  /** Callee side: the task that made the call, in the caller's thread. */
+  readonly origin: RemoteRef | null;
 }
 
 /** A message posted and kept until the other side read it. */
@@ -119,6 +148,23 @@ type Death = (() => Error) | null;
 
 /** The live links of this thread: told when the thread ends, so that no peer waits in vain. */
 const liveLinks = new Set<Link>();
+/** Every open link of this thread, for snapshots (liveLinks leaves the main thread's out). */
+const openLinks = new Set<Link>();
+
+/** Calls between threads in flight through this thread's links: made here (`out`) and served here (`in`). */
+export function callsInFlight(): { out: CallInFlight[]; in: CallInFlight[] } {
+  const out: CallInFlight[] = [];
+  const served: CallInFlight[] = [];
+  for (const link of openLinks) link._snapshot(out, served);
+  return { out, in: served };
+}
+
+// Call graphs ask who, in another thread, awaits a task serving a call here.
+setRemoteAwaiters((future) => {
+  const refs: RemoteRef[] = [];
+  for (const link of openLinks) link._originsOf(future, refs);
+  return refs;
+});
 let exitHookInstalled = false;
 /** The error that is ending this thread, seen before the 'exit' event. */
 let uncaughtError: unknown = null;
@@ -147,6 +193,12 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   readonly loop: EventLoop;
   readonly #in: MessagePort;
   readonly #out: MessagePort;
+  /** The link's id, the same on both sides. */
+  readonly #id: number;
+  /** The task whose calls the last ORIGIN sent named (undefined: none sent yet). */
+  #lastOrigin: object | null | undefined = undefined;
+  /** The caller the last ORIGIN received named. */
+  #origin: RemoteRef | null = null;
   readonly #target: CallTarget;
   /** How messages name the other side, e.g. "LoopThread 'worker-1'". */
   readonly #peer: string;
@@ -193,6 +245,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     this.loop = loop;
     this.#in = ports.inPort;
     this.#out = ports.outPort;
+    this.#id = ports.id;
+    openLinks.add(this);
     this.#read = ports.inRead;
     this.#peerRead = ports.outRead;
     this.#target = target;
@@ -234,7 +288,9 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     const id = ++this.#nextId;
     future._link = this;
     future._id = id;
+    future._callName = name;
     this.#pending.set(id, future as RemoteCallFuture<unknown>);
+    this.#sendOrigin();
     this.#pushCall(OP_CALL, id, name, args);
     return future;
   }
@@ -269,6 +325,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     future.addDoneCallback((done) => {
       if (done.cancelled()) this._cancelRemote(id, null);
     });
+    this.#sendOrigin();
     this.#pushCall(OP_CALL, id, name, args);
     return future;
   }
@@ -355,6 +412,28 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     this.#push(OP_RESULT, id, sent, nameId);
   }
 
+  /** @internal Add the calls in flight through this link to a snapshot: made here (`out`), served here (`served`). */
+  _snapshot(out: CallInFlight[], served: CallInFlight[]): void {
+    const linkId = this.#id;
+    const peer = this.#peer;
+    for (const [callId, future] of this.#pending) {
+      if (future.done()) continue;
+      const name = future instanceof RemoteCallFuture ? future._callName : '';
+      out.push({ linkId, callId, name, peer, future, origin: null });
+    }
+    for (const [callId, call] of this.#running) served.push({ linkId, callId, name: call.name, peer, future: call.future, origin: call.origin });
+  }
+
+  /** @internal How messages name the peer ("LoopThread 'svc'"). */
+  _peerName(): string {
+    return this.#peer;
+  }
+
+  /** @internal Add the callers (in the peer's thread) of the calls `future` serves here. */
+  _originsOf(future: Future<unknown>, refs: RemoteRef[]): void {
+    for (const call of this.#running.values()) if (call.future === future && call.origin !== null) refs.push(call.origin);
+  }
+
   /** Whether the link is dead (its peer is gone or it was closed). */
   isDead(): boolean {
     return this.#death !== null;
@@ -380,6 +459,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     }
     this.#death = makeError;
     liveLinks.delete(this);
+    openLinks.delete(this);
     this.loop._removeCallsInFlight(this);
     const pending = [...this.#pending.values()];
     this.#pending.clear();
@@ -452,6 +532,15 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   }
 
   // ───────────────────────────── sending ─────────────────────────────
+
+  /** Name the task making the calls that follow, when it is not the one named last. */
+  #sendOrigin(): void {
+    const task = this.loop._currentTask;
+    if (task === this.#lastOrigin) return;
+    this.#lastOrigin = task;
+    if (task === null) this.#push(OP_ORIGIN, 0, null, null);
+    else this.#push(OP_ORIGIN, idOf(task), task.getName(), currentThreadName());
+  }
 
   #pushCall(op: number, id: number, name: string, args: unknown[]): void {
     let nameId = this.#sentNames.get(name);
@@ -757,6 +846,11 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
         if (calls) this.#running.get(id)?.future.cancel((a as string | null) ?? undefined);
         continue;
       }
+      if (op === OP_ORIGIN) {
+        // In order with the calls it names (taken in the calls' pass).
+        if (calls) this.#origin = id === 0 ? null : { threadId: threadOfId(id), threadName: batch[i + 3] as string, taskId: id, taskName: a as string };
+        continue;
+      }
       if (!replies) continue;
       switch (op) {
         case OP_BELL:
@@ -869,7 +963,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
       });
       return;
     }
-    this.#running.set(id, { future, name });
+    this.#running.set(id, { future, name, origin: this.#origin });
     future.addDoneCallback((done) => {
       if (this.#running.get(id)?.future !== done) return;
       this.#running.delete(id);
@@ -920,7 +1014,7 @@ function settle(future: RemoteCallFuture<unknown> | ConcurrentFuture<unknown> | 
 function batchHasCalls(batch: unknown[]): boolean {
   for (let i = 0; i < batch.length; i += OP_SIZE) {
     const op = (batch[i] as number) & OP_MASK;
-    if (op === OP_CALL || op === OP_NOTIFY || op === OP_CANCEL) return true;
+    if (op === OP_CALL || op === OP_NOTIFY || op === OP_CANCEL || op === OP_ORIGIN) return true;
   }
   return false;
 }

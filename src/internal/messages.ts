@@ -36,6 +36,12 @@ export const OP_REPLAY = 10;
 export const OP_REPLAY_END = 11;
 /** `[DIED, exitCode, encodedError | null, 0]`: this thread is ending, with the uncaught error that ends it. */
 export const OP_DIED = 12;
+/**
+ * `[ORIGIN, taskId, taskName, threadName]`: the calls that follow were made by that task of the
+ * sender's thread (taskId 0: outside any task), until the next ORIGIN. Sent only when the calling
+ * task changes, so a burst from one task pays once; call graphs and ps() name the caller with it.
+ */
+export const OP_ORIGIN = 13;
 /** The message of the CancelledError of calls still in flight when their loop closes. */
 export const CLOSING = 'the loop that made the call is closing';
 /** The slots of one operation record. */
@@ -51,6 +57,8 @@ export const ARGS_ARRAY = 32;
 
 /** What one side of a link needs: where it listens, where it posts, and how far each side read. */
 export interface LinkPorts {
+  /** The link's id, the same on both sides and unique in the process (ps() joins calls by it). */
+  id: number;
   /** The read end of this side's inbox. */
   inPort: MessagePort;
   /** The write end of the other side's inbox. */
@@ -77,6 +85,8 @@ export interface ReadyMessage {
   exports: string[];
   /** Exported names that are not functions (for precise errors). */
   others: string[];
+  /** The thread's heartbeat (see introspect.ts): how long its loop has been busy, readable while it cannot answer. */
+  heartbeat: Float64Array;
 }
 
 /** Worker to parent: the module could not be loaded. */
@@ -102,5 +112,19 @@ export interface ComlinkMessage {
   port: MessagePort;
 }
 
-export type ToWorker = LinkMessage | CloseMessage | ComlinkMessage;
-export type FromWorker = ReadyMessage | FailedMessage;
+/** Parent to worker: answer on `port` with this thread's snapshot and its own LoopThreads', within `timeout` ms. */
+export interface SnapshotMessage {
+  type: 'snapshot';
+  port: MessagePort;
+  timeout: number;
+}
+
+/** Worker to parent: take a snapshot of the whole process (from its main thread) and answer on `port`. */
+export interface ProcessSnapshotMessage {
+  type: 'ps';
+  port: MessagePort;
+  timeout: number;
+}
+
+export type ToWorker = LinkMessage | CloseMessage | ComlinkMessage | SnapshotMessage;
+export type FromWorker = ReadyMessage | FailedMessage | ProcessSnapshotMessage;

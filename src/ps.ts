@@ -1,0 +1,263 @@
+/**
+ * Every task of every loop in every thread, at one moment (asyncio.tools in Python 3.14:
+ * `python -m asyncio ps` and `pstree`): `ps()` lists the tasks, `pstree()` draws who awaits
+ * whom — through gathers, TaskGroups and shields, and across threads through calls between
+ * loops. Each LoopThread answers from its own thread; one that does not answer in time (its loop
+ * is blocked) is listed as unresponsive, with how long its loop has been busy.
+ */
+import { isMainThread } from 'node:worker_threads';
+import type { ThreadHealth } from './internal/introspect.js';
+import { repr } from './internal/format.js';
+import type { LoopRow, TaskRow, ThreadSnapshot } from './internal/snapshot.js';
+import { _snapshotProcess } from './loop-thread.js';
+
+/** One task in a `ps()` snapshot. */
+export interface TaskInfo {
+  /** The thread's id (0: the main thread). */
+  readonly threadId: number;
+  /** The thread's name, or null. */
+  readonly threadName: string | null;
+  /** The loop's id, unique in the process. */
+  readonly loopId: number;
+  /** The task's id, unique in the process. */
+  readonly taskId: number;
+  /** The task's name (`getName()`). */
+  readonly name: string;
+  /** The coroutine (generator function) the task drives. */
+  readonly coroutine: string;
+  /** `'running'` (its step runs now), `'pending'` (waiting) or `'cancelling'` (a cancellation is pending). */
+  readonly state: 'running' | 'pending' | 'cancelling';
+  /** What it awaits (a future, a task, a remote call), described, or null. */
+  readonly awaiting: string | null;
+  /** Seconds since it started waiting. */
+  readonly waitingFor: number;
+}
+
+/** How long a thread has to answer a snapshot before it is listed as unresponsive, in ms. */
+const DEADLINE_MS = 1000;
+
+/** Options of `ps()`, `pstree()` and `snapshot()`. */
+export interface SnapshotOptions {
+  /** How long each thread has to answer, in seconds (default 1). */
+  timeout?: number;
+}
+
+function deadlineOf(options: SnapshotOptions | undefined, what: string): number {
+  const timeout = options?.timeout;
+  if (timeout === undefined) return DEADLINE_MS;
+  if (typeof timeout !== 'number' || !(timeout > 0) || !Number.isFinite(timeout)) {
+    throw new RangeError(`${what} timeout must be a positive number of seconds, got ${repr(timeout)}`);
+  }
+  return timeout * 1000;
+}
+
+/** A snapshot of the whole process: each thread with its health, loops and tasks; the tasks joined into one tree. */
+export interface ProcessSnapshot {
+  /** When it was taken (epoch ms). */
+  readonly at: number;
+  readonly threads: ReadonlyArray<{
+    readonly threadId: number;
+    readonly threadName: string;
+    readonly responsive: boolean;
+    readonly blockedFor: number | null;
+    readonly health: ThreadHealth | null;
+    readonly loops: readonly LoopRow[];
+  }>;
+  /** Every task, with `awaitedBy` joined across threads (the ids of the tasks awaiting it). */
+  readonly tasks: readonly TaskRow[];
+}
+
+/**
+ * Take one snapshot of every thread of the process (the data behind `ps()`, `pstree()` and the
+ * monitor): each thread's health and loops, and every task with the tasks awaiting it, across
+ * threads.
+ *
+ * @example
+ * ```ts
+ * const { threads, tasks } = await snapshot();
+ * console.log(threads.map((t) => `${t.threadName}: lag p99 ${t.health?.lag.p99}`));
+ * ```
+ */
+export async function snapshot(options?: SnapshotOptions): Promise<ProcessSnapshot> {
+  const parts = await _snapshotProcess(deadlineOf(options, 'snapshot()'));
+  return join(parts);
+}
+
+/** Join the threads' parts: a task serving a call is awaited by the tasks awaiting that call in the caller's thread. */
+function join(parts: ThreadSnapshot[]): ProcessSnapshot {
+  const callers = new Map<string, number[]>();
+  for (const part of parts) for (const call of part.callsOut) callers.set(`${call.linkId}/${call.callId}`, call.awaitedBy);
+  const byId = new Map<number, TaskRow>();
+  for (const part of parts) for (const task of part.tasks) byId.set(task.taskId, task);
+  const tasks: TaskRow[] = [];
+  for (const part of parts) {
+    const served = new Map<number, number[]>();
+    for (const call of part.callsIn) {
+      if (call.taskId === null) continue;
+      // The caller's thread says who awaits the call; if it could not answer, the task that made it.
+      const awaiting = callers.get(`${call.linkId}/${call.callId}`) ?? (call.callerTaskId === null ? [] : [call.callerTaskId]);
+      served.set(call.taskId, [...(served.get(call.taskId) ?? []), ...awaiting]);
+    }
+    for (const task of part.tasks) {
+      const remote = served.get(task.taskId);
+      tasks.push(remote === undefined ? task : { ...task, awaitedBy: [...task.awaitedBy, ...remote.filter((id) => !task.awaitedBy.includes(id))] });
+    }
+  }
+  // Calls whose far side runs no task (a plain function's Promise): a leaf of the tasks awaiting them.
+  const servedByTask = new Set<string>();
+  for (const part of parts) for (const call of part.callsIn) if (call.taskId !== null) servedByTask.add(`${call.linkId}/${call.callId}`);
+  const withLeaves = new Map<number, string[]>();
+  for (const part of parts) {
+    for (const call of part.callsOut) {
+      if (servedByTask.has(`${call.linkId}/${call.callId}`)) continue;
+      for (const id of call.awaitedBy) withLeaves.set(id, [...(withLeaves.get(id) ?? []), call.description]);
+    }
+  }
+  const joined = tasks.map((task) => {
+    const extra = withLeaves.get(task.taskId);
+    return extra === undefined ? task : { ...task, leaves: [...task.leaves, ...extra] };
+  });
+  return {
+    at: Date.now(),
+    threads: parts.map(({ threadId, threadName, responsive, blockedFor, health, loops }) => ({ threadId, threadName, responsive, blockedFor, health, loops })),
+    tasks: joined,
+  };
+}
+
+/**
+ * Snapshot every task of every loop in every thread of this process (asyncio 3.14's
+ * `python -m asyncio ps`, in-process): thread, loop, task id and name, coroutine, state, what it
+ * awaits, and for how long.
+ *
+ * @example
+ * ```ts
+ * for (const task of await ps()) console.log(task.threadName, task.name, task.awaiting, task.waitingFor);
+ * ```
+ */
+export async function ps(options?: SnapshotOptions): Promise<TaskInfo[]> {
+  const { tasks } = await snapshot({ timeout: deadlineOf(options, 'ps()') / 1000 });
+  return tasks.map(({ threadId, threadName, loopId, taskId, name, coroutine, state, awaiting, waitingFor }) => ({
+    threadId,
+    threadName,
+    loopId,
+    taskId,
+    name,
+    coroutine,
+    state,
+    awaiting,
+    waitingFor,
+  }));
+}
+
+/**
+ * The same snapshot as a tree of awaiting tasks across threads, as text (asyncio 3.14's
+ * `pstree`): each thread with its loops' state and health, then every task under the task that
+ * awaits it, pool jobs and comlink calls as leaves.
+ *
+ * @example
+ * ```ts
+ * console.log(await pstree());
+ * // └── (T) Task-1 main() — MainThread, waiting 0.2 s for call 'work' in LoopThread 'svc'
+ * //     └── (T) Task-2 work() — svc, waiting 0.2 s for a Future
+ * ```
+ */
+export async function pstree(options?: SnapshotOptions): Promise<string> {
+  return formatTree(await snapshot({ timeout: deadlineOf(options, 'pstree()') / 1000 }));
+}
+
+/** Seconds as people read them. */
+function seconds(value: number): string {
+  if (value < 0.001) return `${Math.round(value * 1e6)} µs`;
+  if (value < 1) return `${(value * 1000).toFixed(1)} ms`;
+  return `${value.toFixed(1)} s`;
+}
+
+function threadLine(thread: ProcessSnapshot['threads'][number]): string {
+  const who = `${thread.threadName} (thread ${thread.threadId})`;
+  if (!thread.responsive) {
+    return `${who}: unresponsive${thread.blockedFor === null ? '' : `, its loop running callbacks for ${seconds(thread.blockedFor)} without a break`}`;
+  }
+  const loops = thread.loops
+    .filter((loop) => loop.state !== 'closed')
+    .map((loop) => `loop 0x${loop.loopId.toString(16)} ${loop.state}, ${loop.tasks} task${loop.tasks === 1 ? '' : 's'}, ${loop.ready} ready, ${loop.timers} timer${loop.timers === 1 ? '' : 's'}`);
+  const health = thread.health === null ? '' : `; lag p99 ${seconds(thread.health.lag.p99)}, max ${seconds(thread.health.lag.max)}, busy ${(thread.health.utilization * 100).toFixed(0)}%`;
+  return `${who}: ${loops.length === 0 ? 'no open loop' : loops.join('; ')}${health}`;
+}
+
+function taskLabel(task: TaskRow): string {
+  const where = task.threadName ?? `thread ${task.threadId}`;
+  const state = task.state === 'running' ? 'running' : task.awaiting === null ? `${task.state}, ready to run` : `${task.state === 'cancelling' ? 'cancelling, ' : ''}waiting ${seconds(task.waitingFor)} for ${task.awaiting}`;
+  return `(T) ${task.name} ${task.stack.join(' ← ')} — ${where}, ${state}`;
+}
+
+/** The snapshot as text: the threads, then the forest of tasks by who awaits whom. */
+export function formatTree(snap: ProcessSnapshot): string {
+  const lines = snap.threads.map(threadLine);
+  const children = new Map<number, TaskRow[]>();
+  const known = new Set(snap.tasks.map((task) => task.taskId));
+  const roots: TaskRow[] = [];
+  for (const task of snap.tasks) {
+    const parents = task.awaitedBy.filter((id) => known.has(id));
+    if (parents.length === 0) roots.push(task);
+    for (const parent of parents) children.set(parent, [...(children.get(parent) ?? []), task]);
+  }
+  lines.push('');
+  if (snap.tasks.length === 0) lines.push('(no tasks)');
+  const drawn = new Set<number>();
+  const draw = (task: TaskRow, prefix: string, last: boolean, top: boolean): void => {
+    const branch = top ? '└── ' : last ? '└── ' : '├── ';
+    if (drawn.has(task.taskId)) {
+      lines.push(`${prefix}${branch}(T) ${task.name} (awaited by more than one task: drawn above)`);
+      return;
+    }
+    drawn.add(task.taskId);
+    lines.push(`${prefix}${branch}${taskLabel(task)}`);
+    const below = prefix + (top || last ? '    ' : '│   ');
+    const kids = children.get(task.taskId) ?? [];
+    const items: Array<TaskRow | string> = [...kids, ...task.leaves];
+    items.forEach((item, i) => {
+      const isLast = i === items.length - 1;
+      if (typeof item === 'string') lines.push(`${below}${isLast ? '└── ' : '├── '}${item.startsWith('job ') ? '(J)' : '(C)'} ${item}`);
+      else draw(item, below, isLast, false);
+    });
+  };
+  for (const root of roots) draw(root, '', true, true);
+  // Tasks in a cycle of awaiting (a task awaiting itself through others) have no root: draw them too.
+  for (const task of snap.tasks) if (!drawn.has(task.taskId)) draw(task, '', true, true);
+  return lines.join('\n');
+}
+
+/** `ps()` rows as a table, as `npx multiloop ps <pid>` prints them (asyncio 3.14's columns, plus thread, loop, state and time waiting). */
+export function formatTable(rows: readonly TaskInfo[]): string {
+  const header = ['tid', 'thread', 'loop id', 'task id', 'task name', 'coroutine', 'state', 'waiting', 'awaiting'];
+  const cells = rows.map((row) => [
+    String(row.threadId),
+    row.threadName ?? '',
+    `0x${row.loopId.toString(16)}`,
+    `0x${row.taskId.toString(16)}`,
+    row.name,
+    row.coroutine,
+    row.state,
+    row.state === 'running' || row.awaiting === null ? '' : seconds(row.waitingFor),
+    row.awaiting ?? '',
+  ]);
+  const widths = header.map((title, i) => Math.max(title.length, ...cells.map((cell) => (cell[i] as string).length)));
+  const line = (cell: string[]): string => cell.map((text, i) => text.padEnd(widths[i] as number)).join('  ').trimEnd();
+  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...cells.map(line)].join('\n');
+}
+
+/**
+ * What `npx multiloop ps <pid>` finds in a process through its inspector: this copy of the
+ * library's ps() and pstree(), reachable by a well-known symbol of the main thread, and a way to
+ * close the inspector again once the command has its answer.
+ */
+const HOOK = Symbol.for('multiloop.introspection');
+if (isMainThread && !(HOOK in globalThis)) {
+  Object.defineProperty(globalThis, HOOK, {
+    value: Object.freeze({
+      version: 1,
+      ps: (): Promise<TaskInfo[]> => ps(),
+      pstree: (): Promise<string> => pstree(),
+    }),
+  });
+}

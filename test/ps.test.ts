@@ -1,0 +1,192 @@
+/**
+ * ps() and pstree(): every task of every loop in every thread, joined into one tree of who awaits
+ * whom — through gather and TaskGroup in a thread, and across three real threads through calls;
+ * a blocked worker loop listed as unresponsive; a pool job as a leaf; call graphs naming the
+ * caller in another thread.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  LoopThread,
+  TaskGroup,
+  ensureFuture,
+  gather,
+  getRunningLoop,
+  ps,
+  pstree,
+  run,
+  sleep,
+  toThread,
+  workerFn,
+  type Coroutine,
+  type TaskInfo,
+} from '../src/index.js';
+
+const CHAIN = new URL('./fixtures/ps-chain.mjs', import.meta.url);
+const POOL = new URL('./fixtures/pool-control.mjs', import.meta.url);
+
+/** The tree's task lines, reduced to indentation, name, coroutine and thread. */
+function shape(tree: string): string[] {
+  return tree
+    .split('\n')
+    .filter((line) => line.includes('(T) ') || line.includes('(J) '))
+    .map((line) => {
+      const depth = line.indexOf('──') / 4;
+      const task = /\(T\) (\S+) (\S+) — ([^,]+),/.exec(line);
+      const label = task !== null ? `${task[1]} ${task[2]} @${task[3]}` : line.slice(line.indexOf('(J)'));
+      return `${'  '.repeat(depth)}${label}`;
+    });
+}
+
+function* parked(): Coroutine<void> {
+  yield* sleep(3600);
+}
+
+describe('ps() and pstree() in one thread', () => {
+  it('a gather of two tasks: both under the task awaiting the gather', async () => {
+    const seen = await run(
+      (function* main(): Coroutine<{ rows: TaskInfo[]; tree: string }> {
+        const loop = getRunningLoop();
+        const waiter = loop.createTask(
+          (function* gathering(): Coroutine<void> {
+            yield* gather(loop.createTask(parked(), { name: 'left' }), loop.createTask(parked(), { name: 'right' }));
+          })(),
+          { name: 'gathering' },
+        );
+        yield* sleep(0.01);
+        const rows = yield* ensureFuture(ps());
+        const tree = yield* ensureFuture(pstree());
+        waiter.cancel();
+        return { rows, tree };
+      })(),
+    );
+    const byName = new Map(seen.rows.map((row) => [row.name, row]));
+    expect(seen.rows.map((row) => row.coroutine).sort()).toEqual(['gathering()', 'main()', 'parked()', 'parked()']);
+    expect(byName.get('gathering')).toMatchObject({ threadId: 0, threadName: 'MainThread', coroutine: 'gathering()', state: 'pending', awaiting: 'gather of 2' });
+    expect(byName.get('left')).toMatchObject({ coroutine: 'parked()', state: 'pending' });
+    expect(byName.get('left')!.awaiting).toMatch(/^sleep, \d+ s left$/);
+    const mainRow = seen.rows.find((row) => row.coroutine === 'main()');
+    expect(mainRow).toMatchObject({ state: 'running', awaiting: null, waitingFor: 0 });
+    expect(new Set(seen.rows.map((row) => row.loopId)).size).toBe(1);
+    expect(new Set(seen.rows.map((row) => row.taskId)).size).toBe(4);
+    for (const row of seen.rows) expect(row.waitingFor).toBeGreaterThanOrEqual(0);
+    const tree = shape(seen.tree);
+    expect(tree).toContain('gathering gathering() @MainThread');
+    const at = tree.indexOf('gathering gathering() @MainThread');
+    expect(tree.slice(at + 1, at + 3).sort()).toEqual(['  left parked() @MainThread', '  right parked() @MainThread']);
+    expect(seen.tree.split('\n')[0]).toMatch(/^MainThread \(thread 0\): loop 0x[0-9a-f]+ running, 4 tasks, \d+ ready, \d+ timers?/);
+  });
+
+  it("a TaskGroup's children are under the group's parent task; a cancelling task says so", async () => {
+    const tree = await run(
+      (function* main(): Coroutine<string[]> {
+        const loop = getRunningLoop();
+        const parent = loop.createTask(
+          (function* grouping(): Coroutine<void> {
+            yield* new TaskGroup().run(function* (tg) {
+              tg.createTask(parked(), { name: 'child-1' });
+              tg.createTask(parked(), { name: 'child-2' });
+            });
+          })(),
+          { name: 'grouping' },
+        );
+        yield* sleep(0.01);
+        const lines = shape(yield* ensureFuture(pstree()));
+        parent.cancel();
+        return lines;
+      })(),
+    );
+    const at = tree.indexOf('grouping grouping() @MainThread');
+    expect(at).toBeGreaterThanOrEqual(0);
+    expect(tree.slice(at + 1, at + 3).sort()).toEqual(['  child-1 parked() @MainThread', '  child-2 parked() @MainThread']);
+  });
+
+  it('a task awaiting a pool job has the job as a leaf, named by its function', async () => {
+    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const lines = await run(
+      (function* main(): Coroutine<string[]> {
+        const loop = getRunningLoop();
+        const job = loop.createTask(
+          (function* offloading(): Coroutine<unknown> {
+            return yield* toThread(workerFn(POOL, 'visit'), flags, 0, 1);
+          })(),
+          { name: 'offloading' },
+        );
+        while (Atomics.load(flags, 0) === 0) yield* sleep(0.005);
+        const tree = shape(yield* ensureFuture(pstree()));
+        Atomics.store(flags, 1, 1);
+        Atomics.notify(flags, 1);
+        yield* job;
+        return tree;
+      })(),
+    );
+    const at = lines.indexOf('offloading offloading() @MainThread');
+    expect(lines[at + 1]).toMatch(/^ {2}\(J\) job visit of file:.*pool-control\.mjs in the pool, running$/);
+  });
+
+  it('refuses a timeout that is not a positive number of seconds', async () => {
+    await expect(ps({ timeout: 0 })).rejects.toThrow(new RangeError('ps() timeout must be a positive number of seconds, got 0'));
+    await expect(pstree({ timeout: Number.NaN })).rejects.toThrow(RangeError);
+  });
+});
+
+describe('ps() and pstree() across threads', () => {
+  it('a three-thread call chain is one branch: the caller, the task serving it, and the task serving that', async () => {
+    const seen = await run(
+      (function* main(): Coroutine<{ rows: TaskInfo[]; tree: string[]; graphs: string[] }> {
+        const lt = yield* ensureFuture(LoopThread.start(CHAIN, { name: 'hop-1' }));
+        const loop = getRunningLoop();
+        const caller = loop.createTask(
+          (function* calling(): Coroutine<unknown> {
+            return yield* lt.call('relay', 'hop-2');
+          })(),
+          { name: 'calling' },
+        );
+        let rows: TaskInfo[] = [];
+        // Until the far end of the chain is waiting.
+        for (let i = 0; i < 400 && !rows.some((row) => row.threadName === 'hop-2'); i++) {
+          yield* sleep(0.01);
+          rows = yield* ensureFuture(ps());
+        }
+        const tree = shape(yield* ensureFuture(pstree()));
+        const graphs = [yield* lt.call<string>('graph'), yield* lt.call<string>('graphThere')];
+        caller.cancel();
+        yield* lt.call('closeNext');
+        yield* ensureFuture(lt.close());
+        return { rows, tree, graphs };
+      })(),
+    );
+    const caller = seen.rows.find((row) => row.name === 'calling')!;
+    const relay = seen.rows.find((row) => row.coroutine === 'relay()')!;
+    const hold = seen.rows.find((row) => row.coroutine === 'hold()')!;
+    expect(caller).toMatchObject({ threadName: 'MainThread', coroutine: 'calling()', awaiting: "call 'relay' in LoopThread 'hop-1'" });
+    expect(relay).toMatchObject({ threadName: 'hop-1', state: 'pending', awaiting: "call 'hold' in LoopThread 'hop-2'" });
+    expect(hold).toMatchObject({ threadName: 'hop-2', state: 'pending' });
+    expect(new Set([caller.threadId, relay.threadId, hold.threadId]).size).toBe(3);
+    expect(new Set([caller.loopId, relay.loopId, hold.loopId]).size).toBe(3);
+    const at = seen.tree.indexOf('calling calling() @MainThread');
+    expect(seen.tree.slice(at, at + 3)).toEqual(['calling calling() @MainThread', `  ${relay.name} relay() @hop-1`, `    ${hold.name} hold() @hop-2`]);
+    // Call graphs in the serving threads name their caller in the thread before.
+    expect(seen.graphs[0]).toMatch(new RegExp(`^\\* Task\\(name='${relay.name}', id=0x[0-9a-f]+\\)[\\s\\S]*\\+ Awaited by:\\n {4}\\* Task\\(name='calling', id=0x${caller.taskId.toString(16)}, thread=MainThread\\)`));
+    expect(seen.graphs[1]).toContain(`* Task(name='${relay.name}', id=0x${relay.taskId.toString(16)}, thread=hop-1)`);
+  });
+
+  it('a worker whose loop is blocked is listed as unresponsive, with how long it has been busy; the answer still comes', async () => {
+    const flag = new Int32Array(new SharedArrayBuffer(8));
+    const seen = await run(
+      (function* main(): Coroutine<{ tree: string; rows: TaskInfo[] }> {
+        const lt = yield* ensureFuture(LoopThread.start(CHAIN, { name: 'stuck' }));
+        lt.callSoonThreadsafe('block', flag);
+        while (Atomics.load(flag, 1) === 0) yield* sleep(0.005);
+        const tree = yield* ensureFuture(pstree({ timeout: 0.2 }));
+        const rows = yield* ensureFuture(ps({ timeout: 0.2 }));
+        Atomics.store(flag, 0, 1);
+        Atomics.notify(flag, 0);
+        yield* ensureFuture(lt.close());
+        return { tree, rows };
+      })(),
+    );
+    expect(seen.tree).toMatch(/^stuck \(thread \d+\): unresponsive, its loop running callbacks for [\d.]+ (µs|ms|s) without a break$/m);
+    expect(seen.tree.split('\n')[0]).toMatch(/^MainThread \(thread 0\): loop 0x[0-9a-f]+ running/);
+    expect(seen.rows.every((row) => row.threadName === 'MainThread')).toBe(true);
+  });
+});
