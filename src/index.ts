@@ -125,3 +125,5 @@ export {
   type FutureCallGraph,
   type RemoteTaskRef,
 } from './graph.js';
+export { ps, pstree, type SnapshotOptions, type TaskInfo } from './ps.js';
+export { startMonitor, type Monitor, type MonitorOptions } from './monitor.js';
