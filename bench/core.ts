@@ -7,7 +7,7 @@ import { collectGarbage, medianOf, now, percentile, perSecond, type Row } from '
 
 const RUNS = 5;
 
-async function callSoonChain(count: number): Promise<number> {
+export async function callSoonChain(count: number): Promise<number> {
   const loop = newEventLoop();
   let n = 0;
   const tick = (): void => {
@@ -65,7 +65,7 @@ function* returnOne(): Coroutine<number> {
   return 1;
 }
 
-async function taskSpawn(count: number): Promise<number> {
+export async function taskSpawn(count: number): Promise<number> {
   const loop = newEventLoop();
   const batch = 10_000;
   let created = 0;
@@ -102,7 +102,7 @@ function* spin(times: number): Coroutine<void> {
   for (let i = 0; i < times; i++) yield;
 }
 
-async function bareYieldSwitches(tasks: number, times: number): Promise<number> {
+export async function bareYieldSwitches(tasks: number, times: number): Promise<number> {
   const loop = newEventLoop();
   const all: Array<Future<void>> = [];
   for (let i = 0; i < tasks; i++) all.push(loop.createTask(spin(times)));

@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { coreWorkloads } from './core.js';
 import { executorWorkloads } from './executor.js';
+import { healthWorkloads } from './health.js';
 import { ioWorkloads } from './io.js';
 import { threadWorkloads } from './threads.js';
 import { toolkitWorkloads } from './toolkit.js';
@@ -23,6 +24,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['threads', threadWorkloads],
   ['executor', executorWorkloads],
   ['io', ioWorkloads],
+  ['health', healthWorkloads],
 ];
 
 const header = `multiloop bench — Node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), medians of several runs`;

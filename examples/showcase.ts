@@ -17,6 +17,7 @@ import {
   ensureFuture,
   gather,
   getRunningLoop,
+  pstree,
   run,
   sleep,
   toThread,
@@ -117,6 +118,15 @@ function* main(): Coroutine<void> {
   const offloading = loop.createTask(offload(progress), { name: 'offload' });
   const quoting = loop.createTask(quotes(progress, pricing), { name: 'quotes' });
 
+  // What the running app looks like from inside: every task of every thread, by who awaits whom.
+  const seen = loop.createTask(
+    (function* look(): Coroutine<string> {
+      yield* sleep(0.15);
+      return yield* ensureFuture(pstree());
+    })(),
+    { name: 'look-inside' },
+  );
+
   say(progress, 'asking inventory for a 60 s audit, with a 0.3 s timeout...');
   let auditOutcome = 'completed';
   try {
@@ -127,7 +137,7 @@ function* main(): Coroutine<void> {
     say(progress, 'audit timed out after 0.3 s: its remote task was cancelled');
   }
 
-  const [rounds, quoteTotal] = yield* gather(offloading, quoting);
+  const [rounds, quoteTotal, tree] = yield* gather(offloading, quoting, seen);
   yield* sleep(0.05); // let the audit's last report arrive
   working = false;
   yield* gather(probe, live);
@@ -145,6 +155,8 @@ function* main(): Coroutine<void> {
   console.log('\nsummary');
   console.log(`${'─'.repeat(width + 2)}┬${'─'.repeat(60)}`);
   for (const [name, value] of rows) console.log(` ${name.padEnd(width)} │ ${value}`);
+  console.log('\nthe running app at 0.15 s, as pstree() saw it (npx multiloop pstree <pid> shows the same from outside)');
+  console.log(tree);
 }
 
 await run(main());

@@ -140,10 +140,11 @@ function makeLinkPorts(): [LinkPorts, LinkPorts] {
   const toThere = new MessageChannel();
   const readHere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
   const readThere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
-  const id = newId();
+  const here = newId();
+  const there = newId();
   return [
-    { id, inPort: toHere.port1, outPort: toThere.port2, inRead: readHere, outRead: readThere },
-    { id, inPort: toThere.port1, outPort: toHere.port2, inRead: readThere, outRead: readHere },
+    { id: here, peerId: there, inPort: toHere.port1, outPort: toThere.port2, inRead: readHere, outRead: readThere },
+    { id: there, peerId: here, inPort: toThere.port1, outPort: toHere.port2, inRead: readThere, outRead: readHere },
   ];
 }
 

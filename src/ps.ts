@@ -168,7 +168,8 @@ export async function pstree(options?: SnapshotOptions): Promise<string> {
 /** Seconds as people read them. */
 function seconds(value: number): string {
   if (value < 0.001) return `${Math.round(value * 1e6)} µs`;
-  if (value < 1) return `${(value * 1000).toFixed(1)} ms`;
+  if (value < 0.01) return `${(value * 1000).toFixed(1)} ms`;
+  if (value < 1) return `${Math.round(value * 1000)} ms`;
   return `${value.toFixed(1)} s`;
 }
 
@@ -188,6 +189,13 @@ function taskLabel(task: TaskRow): string {
   const where = task.threadName ?? `thread ${task.threadId}`;
   const state = task.state === 'running' ? 'running' : task.awaiting === null ? `${task.state}, ready to run` : `${task.state === 'cancelling' ? 'cancelling, ' : ''}waiting ${seconds(task.waitingFor)} for ${task.awaiting}`;
   return `(T) ${task.name} ${task.stack.join(' ← ')} — ${where}, ${state}`;
+}
+
+/** The mark of a leaf: (J) a pool job, (R) a call to another thread running no task there (yet), (C) a comlink call. */
+function leafKind(leaf: string): string {
+  if (leaf.startsWith('job ')) return '(J)';
+  if (leaf.startsWith('call ')) return '(R)';
+  return '(C)';
 }
 
 /** The snapshot as text: the threads, then the forest of tasks by who awaits whom. */
@@ -214,10 +222,13 @@ export function formatTree(snap: ProcessSnapshot): string {
     lines.push(`${prefix}${branch}${taskLabel(task)}`);
     const below = prefix + (top || last ? '    ' : '│   ');
     const kids = children.get(task.taskId) ?? [];
-    const items: Array<TaskRow | string> = [...kids, ...task.leaves];
+    // Identical leaves (a gather of 24 jobs of one function) as one line with a count.
+    const counted = new Map<string, number>();
+    for (const leaf of task.leaves) counted.set(leaf, (counted.get(leaf) ?? 0) + 1);
+    const items: Array<TaskRow | string> = [...kids, ...[...counted].map(([leaf, count]) => `${leafKind(leaf)} ${count > 1 ? `${count} × ` : ''}${leaf}`)];
     items.forEach((item, i) => {
       const isLast = i === items.length - 1;
-      if (typeof item === 'string') lines.push(`${below}${isLast ? '└── ' : '├── '}${item.startsWith('job ') ? '(J)' : '(C)'} ${item}`);
+      if (typeof item === 'string') lines.push(`${below}${isLast ? '└── ' : '├── '}${item}`);
       else draw(item, below, isLast, false);
     });
   };

@@ -106,7 +106,7 @@ interface RunningCall {
 
 /** A call between threads as a snapshot sees it, from one side of its link. */
 export interface CallInFlight {
-  /** The link's id (the same on both sides) and the call's id on it: together they name the call in the process. */
+  /** The id of the calls of the link's calling side (LinkPorts.id) and the call's id: together they name the call in the process. */
   readonly linkId: number;
   readonly callId: number;
   /** The function called. */
@@ -193,8 +193,9 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   readonly loop: EventLoop;
   readonly #in: MessagePort;
   readonly #out: MessagePort;
-  /** The link's id, the same on both sides. */
+  /** The ids of the calls this side makes and of those the peer makes (see LinkPorts). */
   readonly #id: number;
+  readonly #peerId: number;
   /** The task whose calls the last ORIGIN sent named (undefined: none sent yet). */
   #lastOrigin: object | null | undefined = undefined;
   /** The caller the last ORIGIN received named. */
@@ -246,6 +247,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     this.#in = ports.inPort;
     this.#out = ports.outPort;
     this.#id = ports.id;
+    this.#peerId = ports.peerId;
     openLinks.add(this);
     this.#read = ports.inRead;
     this.#peerRead = ports.outRead;
@@ -415,13 +417,14 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   /** @internal Add the calls in flight through this link to a snapshot: made here (`out`), served here (`served`). */
   _snapshot(out: CallInFlight[], served: CallInFlight[]): void {
     const linkId = this.#id;
+    const peerId = this.#peerId;
     const peer = this.#peer;
     for (const [callId, future] of this.#pending) {
       if (future.done()) continue;
       const name = future instanceof RemoteCallFuture ? future._callName : '';
       out.push({ linkId, callId, name, peer, future, origin: null });
     }
-    for (const [callId, call] of this.#running) served.push({ linkId, callId, name: call.name, peer, future: call.future, origin: call.origin });
+    for (const [callId, call] of this.#running) served.push({ linkId: peerId, callId, name: call.name, peer, future: call.future, origin: call.origin });
   }
 
   /** @internal How messages name the peer ("LoopThread 'svc'"). */

@@ -57,8 +57,10 @@ export const ARGS_ARRAY = 32;
 
 /** What one side of a link needs: where it listens, where it posts, and how far each side read. */
 export interface LinkPorts {
-  /** The link's id, the same on both sides and unique in the process (ps() joins calls by it). */
+  /** The id of the calls this side makes, unique in the process: with a call's id, it names the call (ps() joins calls by it). */
   id: number;
+  /** The id of the calls the other side makes (its `id`). */
+  peerId: number;
   /** The read end of this side's inbox. */
   inPort: MessagePort;
   /** The write end of the other side's inbox. */
