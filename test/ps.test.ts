@@ -170,6 +170,32 @@ describe('ps() and pstree() across threads', () => {
     expect(seen.graphs[1]).toContain(`* Task(name='${relay.name}', id=0x${relay.taskId.toString(16)}, thread=hop-1)`);
   });
 
+  it('calls both ways on one link join to their own tasks: the task served there calling back is under its caller', async () => {
+    const tree = await run(
+      (function* main(): Coroutine<string[]> {
+        const loop = getRunningLoop();
+        const lt = yield* ensureFuture(LoopThread.start(CHAIN, { name: 'asker', expose: { hang: () => loop.createFuture() } }));
+        const askingTask = loop.createTask(
+          (function* asking(): Coroutine<unknown> {
+            return yield* lt.call('ask');
+          })(),
+          { name: 'asking' },
+        );
+        let lines: string[] = [];
+        for (let i = 0; i < 400 && !lines.some((line) => line.includes('(R)')); i++) {
+          yield* sleep(0.01);
+          lines = shape(yield* ensureFuture(pstree())).concat((yield* ensureFuture(pstree())).split('\n').filter((line) => line.includes('(R)')));
+        }
+        askingTask.cancel();
+        yield* ensureFuture(lt.close());
+        return lines;
+      })(),
+    );
+    const at = tree.indexOf('asking asking() @MainThread');
+    expect(tree[at + 1]).toMatch(/^ {2}Task-\d+ ask\(\) @asker$/);
+    expect(tree.find((line) => line.includes('(R)'))).toMatch(/^ {8}└── \(R\) call 'hang' in the parent loop$/);
+  });
+
   it('a worker whose loop is blocked is listed as unresponsive, with how long it has been busy; the answer still comes', async () => {
     const flag = new Int32Array(new SharedArrayBuffer(8));
     const seen = await run(
