@@ -24,6 +24,7 @@ import { Future, type LoopOption } from './futures.js';
 import { type ConcurrentFuture } from './internal/concurrent-future.js';
 import { decodeError, encodeError, type EncodedError } from './internal/errors.js';
 import { repr } from './internal/format.js';
+import { WaitNote } from './internal/introspect.js';
 import { _getEventLoop, _getRunningLoop } from './internal/running.js';
 import { WIRE, _setCallbackDecoder } from './internal/wire.js';
 import { ensureFuture } from './task.js';
@@ -300,7 +301,7 @@ class ComlinkClient {
     // (cancelled, or failed by the death of the far side).
     const future = ensureFuture(promise, { loop });
     // Snapshots (ps) read what a pending future stands for from its result slot, unused until it is done.
-    if (!future.done()) future._result = `comlink call ${repr(name)}`;
+    if (!future.done()) future._result = new WaitNote(`comlink call ${repr(name)}`, true);
     this.#pending.add(future);
     future.addDoneCallback(() => this.#pending.delete(future));
     return future;

@@ -12,6 +12,7 @@
  */
 import { awaitedThrough } from './internal/awaited-by.js';
 import { suspendedAt, suspension } from './internal/suspension.js';
+import { PROMISE_NOTE } from './internal/introspect.js';
 import { Context, _beginLazy, _currentVars, _endLazy, _enter, _exit, _servesOwner, _switchTo, type VarMap } from './contextvars.js';
 import { _awaiting, _isGenerator, _isThenable, isCoroutine, type Awaitable, type Coroutine } from './coroutines.js';
 import { CancelledError, InvalidStateError, RuntimeError, _isEscaping } from './exceptions.js';
@@ -454,6 +455,8 @@ export function ensureFuture(aw: unknown, options?: LoopOption): Future<unknown>
   if (_isThenable(aw)) {
     const target = loop ?? getEventLoop();
     const future = target.createFuture<unknown>();
+    // Snapshots (ps) read what a pending future follows from its result slot, unused until it is done.
+    future._result = PROMISE_NOTE;
     (aw as PromiseLike<unknown>).then(
       (value) => {
         if (!future.done() && !target.isClosed()) target.callSoonThreadsafe(settleResult, future, value);

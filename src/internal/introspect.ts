@@ -162,3 +162,18 @@ export interface SlowCallback {
   /** When it ended (epoch ms). */
   readonly at: number;
 }
+
+/**
+ * What a pending future stands for, kept in its result slot (unused until it is done) for
+ * snapshots: a Promise it follows, a comlink call. A leaf note names something of its own in a
+ * task tree (a comlink call); other notes only describe what a task awaits.
+ */
+export class WaitNote {
+  constructor(
+    readonly text: string,
+    readonly leaf: boolean,
+  ) {}
+}
+
+/** The note of a Future that follows a Promise (ensureFuture of a thenable). */
+export const PROMISE_NOTE = new WaitNote('a Promise', false);

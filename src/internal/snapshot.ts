@@ -14,7 +14,7 @@ import { ownerOf } from './awaited-by.js';
 import { ConcurrentFuture } from './concurrent-future.js';
 import { repr } from './format.js';
 import { generatorName } from './generators.js';
-import { currentThreadName, heartbeat, idOf, threadHealth, threadLoops, type SlowCallback, type ThreadHealth } from './introspect.js';
+import { WaitNote, currentThreadName, heartbeat, idOf, threadHealth, threadLoops, type SlowCallback, type ThreadHealth } from './introspect.js';
 import { callsInFlight, describeCall } from './link.js';
 import { suspendedAt } from './suspension.js';
 
@@ -100,7 +100,7 @@ function describeAwaited(future: Future<unknown>): string {
   if (call !== null) return call;
   const note = future._result;
   if (note instanceof ConcurrentFuture) return note._describeWork() ?? 'a concurrent future';
-  if (typeof note === 'string') return note;
+  if (note instanceof WaitNote) return note.text;
   if (note instanceof TimerHandle) {
     const left = Math.max(0, note.when() - future.getLoop().time());
     return `sleep, ${left < 10 ? left.toFixed(2) : Math.round(left)} s left`;
@@ -120,7 +120,7 @@ function collectLeaves(future: Future<unknown>, leaves: string[]): void {
   if (note instanceof ConcurrentFuture) {
     const work = note._describeWork();
     if (work !== null) leaves.push(work);
-  } else if (typeof note === 'string') leaves.push(note);
+  } else if (note instanceof WaitNote && note.leaf) leaves.push(note.text);
   for (const child of future._awaits()) collectLeaves(child, leaves);
 }
 
