@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { formatTable, type TaskInfo } from './ps.js';
+import { formatTable, type ProcessSnapshot } from './ps.js';
 
 const USAGE = `usage: multiloop ps <pid> [--port N]      the tasks of every loop in every thread of process <pid>
        multiloop pstree <pid> [--port N]  the same, as a tree of who awaits whom
@@ -110,8 +110,8 @@ class Inspector {
 
 const HOOK = "globalThis[Symbol.for('multiloop.introspection')]";
 
-/** Ask process `pid` for its tasks through its inspector: the `ps()` rows, or the `pstree()` text. */
-async function ask(pid: number, what: 'ps' | 'pstree', givenPort: number | null): Promise<TaskInfo[] | string> {
+/** Ask process `pid` for its tasks through its inspector: its snapshot, or the `pstree()` text. */
+async function ask(pid: number, what: 'snapshot' | 'pstree', givenPort: number | null): Promise<ProcessSnapshot | string> {
   try {
     process.kill(pid, 0);
   } catch (error) {
@@ -144,7 +144,7 @@ async function ask(pid: number, what: 'ps' | 'pstree', givenPort: number | null)
     if (found !== pid) throw new CommandError(`the inspector on port ${port} belongs to process ${String(found)}, not ${pid}: give --port`);
     const version = await inspector.evaluate(`${HOOK}?.version ?? null`);
     if (version === null) throw new CommandError(`process ${pid} does not use multiloop (no multiloop loaded in its main thread)`);
-    return (await inspector.evaluate(`${HOOK}.${what}()`)) as TaskInfo[] | string;
+    return (await inspector.evaluate(`${HOOK}.${what}()`)) as ProcessSnapshot | string;
   } finally {
     if (openedHere) {
       // Closed by the process itself once this connection is gone (close() waits for that).
@@ -200,7 +200,7 @@ export async function main(argv: string[]): Promise<number> {
         if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new CommandError(`--port takes a port number, got ${JSON.stringify(rest[at + 1] ?? '')}`, 2);
         rest.splice(at, 2);
       }
-      const answer = await ask(parsePid(rest[0]), command, port);
+      const answer = await ask(parsePid(rest[0]), command === 'ps' ? 'snapshot' : 'pstree', port);
       console.log(typeof answer === 'string' ? answer : formatTable(answer));
       return 0;
     }

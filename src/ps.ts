@@ -238,20 +238,32 @@ export function formatTree(snap: ProcessSnapshot): string {
   return lines.join('\n');
 }
 
-/** `ps()` rows as a table, as `npx multiloop ps <pid>` prints them (asyncio 3.14's columns, plus thread, loop, state and time waiting). */
-export function formatTable(rows: readonly TaskInfo[]): string {
-  const header = ['tid', 'thread', 'loop id', 'task id', 'task name', 'coroutine', 'state', 'waiting', 'awaiting'];
-  const cells = rows.map((row) => [
-    String(row.threadId),
-    row.threadName ?? '',
-    `0x${row.loopId.toString(16)}`,
-    `0x${row.taskId.toString(16)}`,
-    row.name,
-    row.coroutine,
-    row.state,
-    row.state === 'running' || row.awaiting === null ? '' : seconds(row.waitingFor),
-    row.awaiting ?? '',
-  ]);
+/**
+ * A snapshot's tasks as a table, as `npx multiloop ps <pid>` prints them: asyncio 3.14's columns
+ * (thread id, task id and name, coroutine, who awaits it) plus the thread's name, the loop and its
+ * state, the task's state and how long it has been waiting, and what it awaits.
+ */
+export function formatTable(snap: ProcessSnapshot): string {
+  const header = ['tid', 'thread', 'loop id', 'loop state', 'task id', 'task name', 'coroutine', 'state', 'waiting', 'awaiting', 'awaiter name', 'awaiter id'];
+  const names = new Map(snap.tasks.map((task) => [task.taskId, task.name]));
+  const loopStates = new Map(snap.threads.flatMap((thread) => thread.loops.map((loop) => [loop.loopId, loop.state])));
+  const cells = snap.tasks.map((row) => {
+    const awaiters = row.awaitedBy.filter((id) => names.has(id));
+    return [
+      String(row.threadId),
+      row.threadName ?? '',
+      `0x${row.loopId.toString(16)}`,
+      loopStates.get(row.loopId) ?? '',
+      `0x${row.taskId.toString(16)}`,
+      row.name,
+      row.stack.join(' ← '),
+      row.state,
+      row.state === 'running' || row.awaiting === null ? '' : seconds(row.waitingFor),
+      row.awaiting ?? '',
+      awaiters.map((id) => names.get(id)).join(', '),
+      awaiters.map((id) => `0x${id.toString(16)}`).join(', '),
+    ];
+  });
   const widths = header.map((title, i) => Math.max(title.length, ...cells.map((cell) => (cell[i] as string).length)));
   const line = (cell: string[]): string => cell.map((text, i) => text.padEnd(widths[i] as number)).join('  ').trimEnd();
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...cells.map(line)].join('\n');
@@ -268,6 +280,7 @@ if (isMainThread && !(HOOK in globalThis)) {
     value: Object.freeze({
       version: 1,
       ps: (): Promise<TaskInfo[]> => ps(),
+      snapshot: (): Promise<ProcessSnapshot> => snapshot(),
       pstree: (): Promise<string> => pstree(),
     }),
   });

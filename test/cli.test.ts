@@ -65,9 +65,10 @@ describe('multiloop ps / pstree <pid>', () => {
     const table = cli('ps', String(child.pid));
     expect(table.status).toBe(0);
     const rows = table.stdout.trim().split('\n');
-    expect(rows[0]).toMatch(/^tid\s+thread\s+loop id\s+task id\s+task name\s+coroutine\s+state\s+waiting\s+awaiting$/);
-    expect(rows.some((row) => /^0\s+MainThread\s+0x1\s+0x[0-9a-f]+\s+target-ticking\s+ticking\(\)\s+pending/.test(row))).toBe(true);
-    expect(rows.some((row) => /^\d+\s+target-hop-2\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+Task-\d+\s+hold\(\)\s+pending/.test(row))).toBe(true);
+    expect(rows[0]).toMatch(/^tid\s+thread\s+loop id\s+loop state\s+task id\s+task name\s+coroutine\s+state\s+waiting\s+awaiting\s+awaiter name\s+awaiter id$/);
+    expect(rows.some((row) => /^0\s+MainThread\s+0x1\s+(idle|running)\s+0x[0-9a-f]+\s+target-ticking\s+ticking\(\)\s+pending/.test(row))).toBe(true);
+    // The task at the far end: awaited by the task serving the relay, in the thread before.
+    expect(rows.some((row) => /^\d+\s+target-hop-2\s+0x[0-9a-f]+\s+idle\s+0x[0-9a-f]+\s+Task-\d+\s+hold\(\)\s+pending\s+[\d.]+ m?s\s+sleep, \d+ s left\s+Task-\d+\s+0x1[0-9a-f]{8}$/.test(row))).toBe(true);
 
     // Still running, inspector closed again.
     child.stdin!.write('done\n');
