@@ -17,18 +17,10 @@ import { generatorName } from './generators.js';
 import { WaitNote, currentThreadName, heartbeat, idOf, threadHealth, threadLoops, type SlowCallback, type ThreadHealth } from './introspect.js';
 import { callsInFlight, describeCall } from './link.js';
 import { suspendedAt } from './suspension.js';
+import type { TaskInfo } from '../ps.js';
 
 /** One task of a snapshot: the public TaskInfo, and the edges that make the tree. */
-export interface TaskRow {
-  readonly threadId: number;
-  readonly threadName: string | null;
-  readonly loopId: number;
-  readonly taskId: number;
-  readonly name: string;
-  readonly coroutine: string;
-  readonly state: 'running' | 'pending' | 'cancelling';
-  readonly awaiting: string | null;
-  readonly waitingFor: number;
+export interface TaskRow extends TaskInfo {
   /** Its coroutine chain, innermost first, as `name()` or `name() at file:line:column` (the chain in debug mode). */
   readonly stack: string[];
   /** The ids of the tasks awaiting it, in this thread and (through calls) in others. */
