@@ -15,7 +15,7 @@ import { Handle, TimerHandle, type AnyCallback, type Runnable } from './handles.
 import { Deque } from './internal/deque.js';
 import { INSPECT, repr, typeName } from './internal/format.js';
 import { heapify, heapPop, heapPush } from './internal/heap.js';
-import { currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
+import { TIME_ORIGIN, currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
 import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { Task, ensureFuture } from './task.js';
@@ -1006,7 +1006,7 @@ export class EventLoop {
     const sliceEnd = started + TIME_SLICE_MS;
     this._tick = started | 0;
     const beating = healthEnabled();
-    if (beating) heartbeat[0] = performance.timeOrigin + started;
+    if (beating) heartbeat[0] = TIME_ORIGIN + started;
     let iterations = 0;
     let error: unknown;
     try {

@@ -53,6 +53,9 @@ export function threadOfId(id: number): number {
  */
 export const heartbeat = new Float64Array(new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT));
 
+/** `performance.timeOrigin`, read once (a getter): heartbeats add it to `performance.now()` to make epoch ms. */
+export const TIME_ORIGIN = performance.timeOrigin;
+
 /** Whether loops keep their health figures (lag histogram, heartbeat); counters are always kept. */
 let healthOn = process.env.MULTILOOP_HEALTH !== '0';
 
