@@ -73,6 +73,7 @@ export {
   type PiscinaExecutorOptions,
   type TimeSummary,
 } from './executor.js';
+export { jobSignal } from './job-signal.js';
 export { toThread } from './threads.js';
 export { ConcurrentFuture, runCoroutineThreadsafe, wrapFuture } from './concurrent.js';
 export { move, registerClass, type RegisterClassOptions } from './transfer.js';

@@ -76,6 +76,7 @@ const EXPECTED_EXPORTS = [
   'getRunningLoop',
   'isCoroutine',
   'isFuture',
+  'jobSignal',
   'logger',
   'move',
   'newEventLoop',
