@@ -235,9 +235,15 @@ export class BullMQExecutor implements Executor {
 async function openQueue(name: string, prefix: string, connection: ResolvedConnection, defaultJobOptions: JobsOptions): Promise<QueuePort> {
   const { Queue: QueueClass } = await loadBullMQ();
   const queue: Queue = new QueueClass(name, { connection: connection.options, prefix, defaultJobOptions });
-  // Connection errors also reach the client's listeners (the engine's); without a listener here
-  // an EventEmitter would throw them.
-  queue.on('error', () => undefined);
+  // Without a listener, an EventEmitter throws its 'error' events.
+  let onError: (error: Error) => void = () => undefined;
+  queue.on('error', (error: Error) => onError(error));
+  const client = queue.client as unknown as Promise<RedisLike>;
+  let connected: RedisLike | null = null;
+  client.then(
+    (ready) => (connected = ready),
+    () => undefined,
+  );
   return {
     async addBulk(jobs: AddedJob[]): Promise<void> {
       if (jobs.length === 1) {
@@ -250,9 +256,15 @@ async function openQueue(name: string, prefix: string, connection: ResolvedConne
     async remove(jobId: string): Promise<boolean> {
       return (await queue.remove(jobId)) === 1;
     },
-    client: queue.client as unknown as Promise<RedisLike>,
+    client,
+    onError(listener: (error: Error) => void): void {
+      onError = listener;
+    },
     close(force: boolean): Promise<void> {
-      return force ? queue.disconnect() : queue.close();
+      // BullMQ's close() drops a connection never made, but waits for Redis to quit one that
+      // was: with Redis away, that is for good. Dropped first, it ends at once.
+      if (force) connected?.disconnect();
+      return queue.close();
     },
   };
 }

@@ -66,6 +66,8 @@ export interface QueuePort {
   remove(jobId: string): Promise<boolean>;
   /** The queue's Redis client, once connected. */
   readonly client: Promise<RedisLike>;
+  /** Have `listener` told the queue's errors (those of its connection included). */
+  onError(listener: (error: Error) => void): void;
   /** Close the queue's connection: `force` drops it without waiting for Redis. */
   close(force: boolean): Promise<void>;
 }
@@ -213,6 +215,9 @@ export class CallerEngine {
       return;
     }
     this.#port = port;
+    port.onError((error) => {
+      this.#lastError = error.message;
+    });
     if (this.#closing) {
       await port.close(true).catch(() => undefined);
       return;
