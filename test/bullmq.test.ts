@@ -4,7 +4,7 @@
  * retries, shutdown, and bad input. Faults (a worker killed, Redis restarting) are in
  * bullmq-faults.test.ts.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +18,7 @@ import { sleep } from '../src/tasks.js';
 import { registerClass } from '../src/transfer.js';
 import { workerFn } from '../src/worker-fn.js';
 import { Point, QuotaError } from './fixtures/geometry.mjs';
-import { ROOT, killWorker, markerDir, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { ROOT, jobsInRedis, killWorker, markerDir, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 registerClass(Point);
@@ -63,10 +63,6 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
   let executors: BullMQExecutor[] = [];
   const forbidden = markerDir();
   const forbiddenMarker = join(forbidden.dir, 'imported');
-
-  function redisCli(...args: string[]): string {
-    return execFileSync('redis-cli', ['-p', String(redis.port), ...args], { encoding: 'utf8' }).trim();
-  }
 
   function executor(options: Partial<ConstructorParameters<typeof BullMQExecutor>[0]> = {}): BullMQExecutor {
     const made = new BullMQExecutor({ connection: redis.url, queue: 'main', ...options });
@@ -327,14 +323,15 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
 
         // A lone call: the job goes.
         const alone = made.submit(touch, markers.dir, 'alone', 1);
-        await until(() => made.statistics().inFlight === 1 && redisCli('KEYS', 'bull:idle:[0-9a-f]*-[0-9]*').length > 0, 'the job is in Redis');
+        await until(() => jobsInRedis(redis.port, 'idle').length === 1, 'the job is in Redis');
         expect(alone.cancel()).toBe(true);
-        await until(() => redisCli('KEYS', 'bull:idle:[0-9a-f]*-[0-9]*') === '', 'the job is removed');
+        await until(() => jobsInRedis(redis.port, 'idle').length === 0, 'the job is removed');
 
         // One call of three in a job: the job stays, that call is skipped.
         const jobsBefore = made.statistics().jobsSent;
         const burst = ['first', 'second', 'third'].map((name) => made.submit(touch, markers.dir, name, name));
-        await until(() => made.statistics().inFlight === 3, 'the calls are sent');
+        await until(() => jobsInRedis(redis.port, 'idle').length === 1, 'the job is in Redis');
+        expect(made.statistics().inFlight).toBe(3);
         expect(made.statistics().jobsSent - jobsBefore).toBe(1);
         expect(burst[1]?.cancel()).toBe(true);
 
@@ -373,10 +370,10 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
     it('with cancelFutures cancels the calls not done', async () => {
       const made = executor({ queue: 'nobody' });
       const waiting = made.submit(add, 1, 2);
-      await until(() => made.statistics().inFlight === 1, 'the call is sent');
+      await until(() => jobsInRedis(redis.port, 'nobody').length === 1, 'the job is in Redis');
       await made.shutdown(true, { cancelFutures: true });
       expect(waiting.cancelled()).toBe(true);
-      expect(redisCli('KEYS', 'bull:nobody:[0-9a-f]*-[0-9]*')).toBe('');
+      await until(() => jobsInRedis(redis.port, 'nobody').length === 0, 'the job is removed');
     });
 
     it('without wait returns at once; the calls still settle', async () => {

@@ -3,7 +3,7 @@
  * Debian's redis-server on a free 127.0.0.1 port with persistence off, and node running the
  * built worker entry (dist/src/cli-worker-main.js) from the repository's root.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -154,4 +154,22 @@ export async function killWorker(worker: WorkerProcess): Promise<void> {
 export function markerDir(): { dir: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'multiloop-bullmq-'));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Run `redis-cli -p <port> ...args` (it comes with redis-server) and return its output.
+ *
+ * @example
+ * ```ts
+ * redisCli(redis.port, 'KEYS', 'bull:main:*'); // one key a line
+ * ```
+ */
+export function redisCli(port: number, ...args: string[]): string {
+  return execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' }).trim();
+}
+
+/** The ids of the BullMQ jobs of executors in `queue` that Redis holds now. */
+export function jobsInRedis(port: number, queue: string): string[] {
+  const keys = redisCli(port, 'KEYS', `bull:${queue}:[0-9a-f]*-[0-9]*`);
+  return keys === '' ? [] : keys.split('\n').filter((key) => /^bull:[^:]+:[0-9a-f]+-\d+$/.test(key));
 }
