@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { coreWorkloads } from './core.js';
+import { bullmqWorkloads } from './bullmq.js';
 import { executorWorkloads } from './executor.js';
 import { ioWorkloads } from './io.js';
 import { threadWorkloads } from './threads.js';
@@ -23,6 +24,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['threads', threadWorkloads],
   ['executor', executorWorkloads],
   ['io', ioWorkloads],
+  ['bullmq', bullmqWorkloads],
 ];
 
 const header = `multiloop bench — Node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), medians of several runs`;

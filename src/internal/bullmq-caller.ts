@@ -47,6 +47,8 @@ const PROBE_WAIT_MS = 1000;
 const READ_COUNT = 256;
 /** How long one XREAD blocks (milliseconds); the read is issued again at once. */
 const READ_BLOCK_MS = 10_000;
+/** Entries read are trimmed from the outcome stream once this many accumulated. */
+const TRIM_EVERY = 128;
 /** An `addBulk` that fails is tried this many times before its calls fail. */
 const MAX_ADD_ATTEMPTS = 3;
 const NO_ARGS: unknown[] = [];
@@ -176,6 +178,8 @@ export class CallerEngine {
   /** Futures not done. */
   #live = 0;
   #lastId = '0';
+  /** Entries read since the stream was last trimmed. */
+  #unTrimmed = 0;
 
   #shutdown = false;
   #closing = false;
@@ -527,14 +531,21 @@ export class CallerEngine {
         continue;
       }
       if (reply === null || this.#closing) continue;
-      this.#applyReply(reply);
-      void this.#client?.call('XTRIM', stream, 'MINID', this.#lastId).catch(() => undefined);
+      this.#unTrimmed += this.#applyReply(reply);
+      if (this.#unTrimmed >= TRIM_EVERY) {
+        // On the reader's connection, just before its next XREAD: no round trip of its own,
+        // and none in front of the next addBulk on the queue's connection.
+        this.#unTrimmed = 0;
+        reader.call('XTRIM', stream, 'MINID', this.#lastId).catch(() => undefined);
+      }
     }
   }
 
-  /** Apply an XREAD reply: `[[stream, [[id, [field, value, ...]], ...]]]`. */
-  #applyReply(reply: unknown): void {
+  /** Apply an XREAD reply: `[[stream, [[id, [field, value, ...]], ...]]]`; returns how many entries it held. */
+  #applyReply(reply: unknown): number {
+    let count = 0;
     for (const [, entries] of reply as Array<[Buffer, Array<[Buffer, Buffer[]]>]>) {
+      count += entries.length;
       for (const [rawId, fields] of entries) {
         const id = rawId.toString();
         if (after(id, this.#lastId)) this.#lastId = id;
@@ -543,6 +554,7 @@ export class CallerEngine {
         }
       }
     }
+    return count;
   }
 
   /** Settle the calls an outcome entry names: each at most once. */

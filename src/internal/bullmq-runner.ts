@@ -131,10 +131,13 @@ class Reporter {
     this.#describe = describe;
   }
 
-  /** Send `outcome` once the event loop turns (outcomes ending meanwhile travel with it). */
-  add(outcome: Outcome): void {
+  /**
+   * Send `outcome` once the event loop turns (outcomes ending meanwhile travel with it); with
+   * `last`, with the final flush that follows at once.
+   */
+  add(outcome: Outcome, last: boolean): void {
     this.#pending.push(outcome);
-    if (this.#scheduled) return;
+    if (last || this.#scheduled) return;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
@@ -326,7 +329,7 @@ export class JobRunner {
           outcome = ended;
         }
         if (outcome[1] === OUTCOME_ERROR && !final) failed++;
-        else reporter.add(outcome);
+        else reporter.add(outcome, i === count - 1);
       }
     } finally {
       this.#jobs.delete(jobId);
