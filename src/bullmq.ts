@@ -160,8 +160,8 @@ export class BullMQExecutor implements Executor {
       throw new TypeError(`${caller}: options.defaultJobOptions must be an object of BullMQ job options, got ${repr(jobOptions)}`);
     }
     const unreachableTimeout = checked.unreachableTimeout ?? 30;
-    if (typeof unreachableTimeout !== 'number' || Number.isNaN(unreachableTimeout) || unreachableTimeout < 0) {
-      throw new TypeError(`${caller}: options.unreachableTimeout must be a non-negative number of seconds or Infinity, got ${repr(unreachableTimeout)}`);
+    if (typeof unreachableTimeout !== 'number' || Number.isNaN(unreachableTimeout) || unreachableTimeout <= 0) {
+      throw new TypeError(`${caller}: options.unreachableTimeout must be a positive number of seconds or Infinity, got ${repr(unreachableTimeout)}`);
     }
     this.#queue = queue;
     this.#where = connection.where;
@@ -308,7 +308,8 @@ export interface ServeBullMQOptions {
   /**
    * Whether SIGTERM and SIGINT close the worker gracefully (default true): running calls get
    * `closeTimeout` seconds to finish, then their jobs are handed back to the queue; a second
-   * signal hands them back at once.
+   * signal hands them back at once; a third ends the process (jobs still held then are run
+   * again elsewhere once their locks expire).
    */
   handleSignals?: boolean;
   /** Seconds running calls get to finish when a signal closes the worker (default 10). */
@@ -431,8 +432,11 @@ export async function serveBullMQ(options: ServeBullMQOptions): Promise<BullMQWo
   let closing: Promise<void> | null = null;
   let signals = 0;
   const onSignal = (): void => {
-    if (++signals === 1) void close({ timeout: closeTimeout });
-    else runner.handBack();
+    signals++;
+    if (signals === 1) void close({ timeout: closeTimeout });
+    else if (signals === 2) runner.handBack();
+    // A close that cannot finish (Redis away): the jobs still held are recovered as stalled ones.
+    else process.exit(130);
   };
   const close = (closeOptions?: { timeout?: number }): Promise<void> => {
     closing ??= (async () => {

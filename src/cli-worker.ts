@@ -17,7 +17,8 @@ Options:
                        (from --root), package names, file: URLs or absolute paths
   --root DIR           where ./relative specifiers resolve (default: the working directory)
   --grace SECONDS      on SIGTERM/SIGINT, how long running calls may finish before their jobs
-                       are handed back to the queue (default: 10); a second signal: at once
+                       are handed back to the queue (default: 10); a second signal: at once;
+                       a third ends the process
   --lock-duration MS   BullMQ lockDuration: how soon a dead worker's jobs run elsewhere (default: 30000)
   --stalled-interval MS  BullMQ stalledInterval (default: 30000)
   --help               show this help
