@@ -175,6 +175,18 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
       expect(after.inFlight).toBe(0);
     });
 
+    it('splits a burst of large arguments into jobs of about 1 MiB', async () => {
+      const made = executor();
+      await resultOf(made.submit(echo, 0));
+      const before = made.statistics().jobsSent;
+      const buffers = Array.from({ length: 6 }, (_, i) => new Uint8Array(300_000).fill(i));
+      const back = (await Promise.all(buffers.map((bytes) => resultOf(made.submit(echo, bytes))))) as Uint8Array[];
+      expect(back.map((bytes) => [bytes.length, bytes[299_999]])).toEqual(buffers.map((bytes, i) => [300_000, i]));
+      const jobs = made.statistics().jobsSent - before;
+      expect(jobs).toBeGreaterThanOrEqual(3);
+      expect(jobs).toBeLessThanOrEqual(6);
+    });
+
     it('resolves a package name on the allow list', async () => {
       const made = executor();
       expect(await resultOf(made.submit(workerFn<[], string>('os', 'hostname')))).toBe(hostname());

@@ -41,6 +41,8 @@ import {
 const BATCH_BUDGET_MS = 10;
 /** The most calls one BullMQ job carries. */
 const MAX_CALLS_PER_JOB = 512;
+/** A job whose request is larger (base64 characters) is split, unless it carries one call. */
+const MAX_JOB_BYTES = 1 << 20;
 /** How long the other calls of a function never measured wait for its first call's run time. */
 const PROBE_WAIT_MS = 1000;
 /** Outcome entries read per XREAD. */
@@ -239,7 +241,7 @@ export class CallerEngine {
     const reader = client.duplicate();
     this.#reader = reader;
     for (const connection of [client, reader]) {
-      connection.on('close', () => this.#down('the connection closed'));
+      connection.on('close', () => this.#down(null));
       connection.on('error', (error: Error) => {
         this.#lastError = error.message;
       });
@@ -395,7 +397,8 @@ export class CallerEngine {
   #send(jobs: CallFuture[][]): void {
     const added: AddedJob[] = [];
     const sent: SentJob[] = [];
-    for (let calls of jobs) {
+    const pending = jobs.reverse();
+    for (let calls = pending.pop(); calls !== undefined; calls = pending.pop()) {
       let data: { c: string };
       try {
         data = encodeRequest(this.#request(calls));
@@ -408,6 +411,12 @@ export class CallerEngine {
           for (const call of calls) this.#failCall(call, new TypeError(`cannot send ${describeWorkerFn(call.fn)} to a BullMQ worker: ${(again as Error).message}`, { cause: again }));
           continue;
         }
+      }
+      if (data.c.length > MAX_JOB_BYTES && calls.length > 1) {
+        // Big arguments: the job goes as two, each half as big.
+        const half = calls.length >> 1;
+        pending.push(calls.slice(half), calls.slice(0, half));
+        continue;
       }
       const id = `${this.id}-${++this.#seq}`;
       const job: SentJob = { id, calls, left: calls.length };
@@ -628,8 +637,9 @@ export class CallerEngine {
 
   // ───────────────────────────── Redis away ─────────────────────────────
 
-  #down(reason: string): void {
-    this.#lastError = reason;
+  /** Redis became unreachable; `reason` says why when no error event said it first. */
+  #down(reason: string | null): void {
+    if (reason !== null) this.#lastError = reason;
     if (this.#closing || this.#downSince !== null) return;
     this.#downSince = performance.now();
     if (Number.isFinite(this.#unreachableMs)) this.#downTimer = setTimeout(this.#expire, this.#unreachableMs).unref();
