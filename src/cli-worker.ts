@@ -21,6 +21,7 @@ Options:
                        a third ends the process
   --lock-duration MS   BullMQ lockDuration: how soon a dead worker's jobs run elsewhere (default: 30000)
   --stalled-interval MS  BullMQ stalledInterval (default: 30000)
+  --max-stalled-count N  how often a job may lose its worker before it fails (default: 1)
   --help               show this help
 
 Prints "multiloop worker: serving ..." once it takes jobs. Exit code 0 after a graceful
@@ -38,6 +39,7 @@ const VALUED = new Map([
   ['--grace', 'grace'],
   ['--lock-duration', 'lockDuration'],
   ['--stalled-interval', 'stalledInterval'],
+  ['--max-stalled-count', 'maxStalledCount'],
 ]);
 
 interface Parsed {
@@ -95,6 +97,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
   let concurrency: number | undefined;
   let lockDuration: number | undefined;
   let stalledInterval: number | undefined;
+  let maxStalledCount: number | undefined;
   let grace = 10;
   try {
     parsed = parse(argv);
@@ -106,6 +109,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
     concurrency = integer(parsed.values, 'concurrency', '--concurrency');
     lockDuration = integer(parsed.values, 'lockDuration', '--lock-duration');
     stalledInterval = integer(parsed.values, 'stalledInterval', '--stalled-interval');
+    maxStalledCount = integer(parsed.values, 'maxStalledCount', '--max-stalled-count');
     const graceValue = parsed.values.get('grace');
     if (graceValue !== undefined) {
       grace = Number(graceValue);
@@ -129,6 +133,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
       root: parsed.values.get('root'),
       lockDuration,
       stalledInterval,
+      maxStalledCount,
       closeTimeout: grace,
     });
   } catch (error) {

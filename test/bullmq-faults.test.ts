@@ -139,6 +139,27 @@ describe.runIf(hasRedis)('BullMQ faults', () => {
     }
   }, 30_000);
 
+  it('fails the call with BullMQ\'s reason when its job lost its worker more often than maxStalledCount allows', async () => {
+    const markers = markerDir();
+    try {
+      const [first, second] = await Promise.all([serve('poison', '--max-stalled-count', '0'), serve('poison', '--max-stalled-count', '0')]);
+      const made = executor('poison');
+      const future = made.submit(step, markers.dir, 0, 0);
+      await until(() => existsSync(join(markers.dir, 'hung')), 'the call hangs');
+      const hungPid = Number(readFileSync(join(markers.dir, 'hung'), 'utf8'));
+      await killWorker((first?.pid === hungPid ? first : second) as WorkerProcess);
+      const error = await resultOf(future).then(
+        () => null,
+        (failure: unknown) => failure as Error,
+      );
+      expect(error).toBeInstanceOf(RuntimeError);
+      expect(error?.message).toMatch(/^BullMQ failed job [0-9a-f]+-\d+: job stalled more than allowable limit$/);
+      expect(runs(markers.dir)).toEqual(['0']);
+    } finally {
+      markers.remove();
+    }
+  }, 30_000);
+
   it('on SIGTERM lets a running call finish, then exits with 0', async () => {
     const markers = markerDir();
     try {
