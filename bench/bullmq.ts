@@ -18,7 +18,7 @@ import { median, now, percentile, perSecond, type Row } from './harness.js';
 
 const TINY_JOBS = 20_000;
 const RUNS = 3;
-const LATENCY_JOBS = 600;
+const LATENCY_JOBS = 1200;
 const LATENCY_ROUNDS = 20;
 const LATENCY_WARM_UP = 2000;
 /** The repository's root, from bench/ or dist/bench/: workers resolve the job module from there. */

@@ -224,6 +224,20 @@ export async function report(
   }
 }
 
+/**
+ * Append one entry to the outcome stream and renew its time to live: what `report` does for a
+ * job without bitmaps, as two commands written back to back instead of a script.
+ *
+ * @example
+ * ```ts
+ * await appendOutcomes(client, keys.results(executorId), entry);
+ * ```
+ */
+export async function appendOutcomes(client: RedisLike, stream: string, entry: Uint8Array): Promise<void> {
+  const payload = Buffer.from(entry.buffer, entry.byteOffset, entry.byteLength);
+  await Promise.all([client.call('XADD', stream, '*', 'd', payload), client.call('EXPIRE', stream, KEY_TTL_SECONDS)]);
+}
+
 /** What one BullMQ job's `data.c` decodes to. */
 export interface JobRequest {
   /** The job's distinct functions, flattened: module, export name, module, ... */
