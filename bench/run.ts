@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { coreWorkloads } from './core.js';
+import { bullmqWorkloads } from './bullmq.js';
 import { executorWorkloads } from './executor.js';
 import { healthWorkloads } from './health.js';
 import { ioWorkloads } from './io.js';
@@ -24,6 +25,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['threads', threadWorkloads],
   ['executor', executorWorkloads],
   ['io', ioWorkloads],
+  ['bullmq', bullmqWorkloads],
   ['health', healthWorkloads],
 ];
 

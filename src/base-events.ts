@@ -23,7 +23,7 @@ import { isCoroutine, type Coroutine, type Awaitable } from './coroutines.js';
 import { _cancelOnAbort, _checkSignal, type SignalOption } from './interop.js';
 import { wrapFuture } from './concurrent.js';
 import { createDefaultExecutor, type Executor } from './executor.js';
-import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
+import { checkWorkerFn, resolvesModuleSpecifiers, type WorkerFn } from './worker-fn.js';
 import {
   _createConnection,
   _createDatagramEndpoint,
@@ -706,7 +706,8 @@ export class EventLoop {
   /**
    * Run `fn(...args)` in `executor`, or in the loop's default executor (a piscina pool created
    * on first use) when null; returns a Future of this loop (run_in_executor). Cancelling the
-   * Future of a queued job removes it from the queue; a running job runs on, as in asyncio.
+   * Future of a queued job removes it from the queue; a running job runs on, as in asyncio, and
+   * its `jobSignal()` is aborted.
    *
    * @example
    * ```ts
@@ -720,7 +721,9 @@ export class EventLoop {
   /** @internal `runInExecutor`, with errors naming `caller` (`toThread()` calls it too). */
   _runInExecutor<A extends unknown[], R>(executor: Executor | null, fn: WorkerFn<A, R>, args: A, caller: string): Future<R> {
     this.#checkClosed();
-    const checked = checkWorkerFn<A, R>(fn, caller);
+    // A distributed executor (set as the default one too) takes module specifiers its workers resolve.
+    const chosen = executor ?? this.#defaultExecutor;
+    const checked = checkWorkerFn<A, R>(fn, caller, chosen !== null && resolvesModuleSpecifiers(chosen));
     let target = executor;
     if (target === null) {
       if (this.#executorShutdownCalled) throw new RuntimeError('Executor shutdown has been called');

@@ -28,6 +28,7 @@ import { Deque } from './internal/deque.js';
 import { decodeError, type EncodedError } from './internal/errors.js';
 import { INSPECT, repr } from './internal/format.js';
 import {
+  ABORT_REQUESTED,
   CANCELLED,
   DONE_FALSE,
   DONE_NULL,
@@ -415,7 +416,11 @@ class PoolEngine {
       job.batch.controller.abort();
       return job.cancelFuture();
     }
-    // concurrent.futures: a job that runs (or ran) cannot be cancelled.
+    // concurrent.futures: a job that runs (or ran) cannot be cancelled; it is asked to stop
+    // through its jobSignal(), and runs on if it ignores that.
+    if (previous === RUNNING && Atomics.compareExchange(slots, job.index, RUNNING, ABORT_REQUESTED) === RUNNING) {
+      Atomics.notify(slots, job.index);
+    }
     job.markRunning();
     return false;
   }
@@ -668,6 +673,7 @@ class PoolEngine {
           break;
         }
         case RUNNING:
+        case ABORT_REQUESTED:
           if (failure !== null) {
             const what = describeWorkerFn(job.fn);
             this.#failJob(job, new RuntimeError(`the pool thread running ${what} ${failure.cause}`, { cause: failure.error }));
@@ -965,8 +971,8 @@ function validate(options: PiscinaExecutorOptions | undefined): ValidOptions {
  * the cause; the pool starts a new thread and other jobs go on.
  *
  * Cancelling the future of a job still waiting removes it: it never runs. A running job keeps
- * running and `cancel()` returns false, as with asyncio, unless the executor was made with
- * `abortRunning: true`, which ends the job's thread. Jobs submitted in one synchronous burst
+ * running and `cancel()` returns false, as with asyncio, but its `jobSignal()` is aborted, so a
+ * job that watches it can stop; an executor made with `abortRunning: true` ends the job's thread. Jobs submitted in one synchronous burst
  * travel to the threads in batches; an idle executor does not keep the process alive.
  *
  * @example

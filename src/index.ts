@@ -73,6 +73,16 @@ export {
   type PiscinaExecutorOptions,
   type TimeSummary,
 } from './executor.js';
+export { jobSignal } from './job-signal.js';
+export {
+  BullMQExecutor,
+  serveBullMQ,
+  type BullMQExecutorOptions,
+  type BullMQExecutorStatistics,
+  type BullMQWorker,
+  type RedisConnection,
+  type ServeBullMQOptions,
+} from './bullmq.js';
 export { toThread } from './threads.js';
 export { ConcurrentFuture, runCoroutineThreadsafe, wrapFuture } from './concurrent.js';
 export { move, registerClass, type RegisterClassOptions } from './transfer.js';

@@ -122,6 +122,15 @@ describe.runIf(existsSync(reachPath))('the landed parts of shared/multiloop-reac
     }
   });
 
+  it('an executor on BullMQ: BullMQExecutor (an Executor), serveBullMQ, jobSignal', () => {
+    expect(dts).toContain('export class BullMQExecutor implements Executor {');
+    for (const method of ['submit', 'shutdown']) expect(multiloop.BullMQExecutor.prototype, method).toHaveProperty(method);
+    for (const name of ['serveBullMQ', 'jobSignal']) {
+      expect(dts).toContain(`export function ${name}(`);
+      expect(exported[name], name).toBeTypeOf('function');
+    }
+  });
+
   it('Promises, AbortSignal and comlink: the functions, and the methods they add to LoopThread and Runner', () => {
     for (const name of ['fromAbortable', 'wrapComlink']) {
       expect(dts).toContain(`export function ${name}<`);

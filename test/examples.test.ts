@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { needProgram } from './helpers/system.js';
 
 const run = promisify(execFile);
 
@@ -50,4 +51,17 @@ describe('examples', () => {
     expect(out).toContain('audit timed out after 0.2 s: the remote task was cancelled\n');
     expect(out).toContain('inventory: audit finally ran\n');
   });
+});
+
+const hasRedis = needProgram('redis-server', 'apt-get install redis-server', 'the distributed example');
+
+describe.runIf(hasRedis)('the distributed example', () => {
+  it('distributed: 10k jobs on two workers, one killed mid-run, every result arrives once', async () => {
+    const out = await example('distributed');
+    expect(out).toMatch(/^redis-server on 127\.0\.0\.1:\d+; workers (\d+) and (\d+)\n10000 jobs sent from one loop\n/);
+    expect(out).toMatch(/\n2500 results in: worker \d+ killed with SIGKILL in the middle of its jobs\n/);
+    expect(out).toMatch(/\n10000 results in [\d.]+ s: 10000 distinct, 0 missing, 0 wrong, each Future settled once\n/);
+    const delivered = /worker \d+ delivered (\d+) before it died; worker \d+ delivered (\d+), including/.exec(out);
+    expect(Number(delivered?.[1]) + Number(delivered?.[2])).toBe(10000);
+  }, 60_000);
 });

@@ -24,11 +24,24 @@ describe('workerFn', () => {
     expect(workerFn('/srv/my app/math #1.js').moduleUrl).toBe('file:///srv/my%20app/math%20%231.js');
   });
 
-  it.each(['./x.js', 'x.js', '../lib/x.js', '', 'https://example.com/x.js', 'node:path'])(
+  it.each([
+    ['./x.js', './x.js'],
+    ['./jobs/../lib/x.js', './lib/x.js'],
+    ['../lib/x.js', '../lib/x.js'],
+    ['jobs', 'jobs'],
+    ['x.js', 'x.js'],
+    ['@acme/jobs/math.js', '@acme/jobs/math.js'],
+  ])('keeps the module specifier %j (for a distributed executor) as %j', (moduleUrl, kept) => {
+    expect(workerFn(moduleUrl, 'add')).toEqual({ moduleUrl: kept, exportName: 'add' });
+  });
+
+  it.each(['', 'https://example.com/x.js', 'node:path', 'data:text/javascript,1', 'C:\\jobs\\x.js', 'two words', '.hidden'])(
     'refuses %j with a TypeError',
     (moduleUrl) => {
       expect(() => workerFn(moduleUrl)).toThrow(
-        new TypeError(`workerFn() needs an absolute path or a file: URL, got '${moduleUrl}'`),
+        new TypeError(
+          `workerFn() needs an absolute path, a file: URL or a module specifier (a package name or a ./relative path), got '${moduleUrl.replaceAll('\\', '\\\\')}'`,
+        ),
       );
     },
   );
@@ -40,7 +53,7 @@ describe('workerFn', () => {
     ['{}', {}],
   ])('refuses a module URL of %s with a TypeError', (shown, moduleUrl) => {
     expect(() => workerFn(moduleUrl as never)).toThrow(
-      new TypeError(`workerFn() needs an absolute path or a file: URL, got ${shown}`),
+      new TypeError(`workerFn() needs an absolute path, a file: URL or a module specifier (a package name or a ./relative path), got ${shown}`),
     );
   });
 
@@ -66,7 +79,7 @@ describe('workerFn', () => {
   });
 
   it('checks the module URL before the export name', () => {
-    expect(() => workerFn('./x.js', '')).toThrow("workerFn() needs an absolute path or a file: URL, got './x.js'");
+    expect(() => workerFn('node:fs', '')).toThrow("workerFn() needs an absolute path, a file: URL or a module specifier (a package name or a ./relative path), got 'node:fs'");
   });
 
   it('returns a frozen plain object that structuredClone copies', () => {
@@ -117,11 +130,35 @@ describe('checkWorkerFn', () => {
     ['a data: URL', 'data:text/javascript,export const x = 1', "'data:text/javascript,export const x = 1'"],
     ['a node: built-in', 'node:fs', "'node:fs'"],
     ['an https: URL', 'https://example.com/x.js', "'https://example.com/x.js'"],
-    ['a relative path', './x.js', "'./x.js'"],
     ['an empty string', '', "''"],
   ])('refuses a module URL that is %s, naming the caller', (_label, moduleUrl, shown) => {
     expect(() => checkWorkerFn({ moduleUrl, exportName: 'readFileSync' }, 'toThread()')).toThrow(
       new TypeError(`toThread() needs an absolute path or a file: URL, got ${shown}`),
+    );
+  });
+
+  it.each([
+    ['a relative path', './x.js'],
+    ['a package name', 'jobs'],
+  ])('refuses a module specifier that is %s for a local executor, saying who takes it', (_label, moduleUrl) => {
+    const hint = ' (a module specifier is for a BullMQExecutor, whose workers resolve it)';
+    expect(() => checkWorkerFn({ moduleUrl, exportName: 'add' }, 'toThread()')).toThrow(
+      new TypeError(`toThread() needs an absolute path or a file: URL, got '${moduleUrl}'${hint}`),
+    );
+    expect(() => checkWorkerFn(workerFn(moduleUrl, 'add'), 'runInExecutor()')).toThrow(
+      new TypeError(`runInExecutor() needs an absolute path or a file: URL, got '${moduleUrl}'${hint}`),
+    );
+  });
+
+  it('lets a module specifier through for a distributed executor, and still refuses a data: URL there', () => {
+    const fn = workerFn('./jobs/math.js', 'add');
+    expect(checkWorkerFn(fn, 'submit()', true)).toBe(fn);
+    expect(checkWorkerFn({ moduleUrl: './jobs/../jobs/math.js', exportName: 'add' }, 'submit()', true)).toEqual({
+      moduleUrl: './jobs/math.js',
+      exportName: 'add',
+    });
+    expect(() => checkWorkerFn({ moduleUrl: 'data:text/javascript,1', exportName: 'add' }, 'submit()', true)).toThrow(
+      /^submit\(\) needs an absolute path, a file: URL or a module specifier/,
     );
   });
 

@@ -8,7 +8,13 @@
  * main thread knows whether a job already runs when it is cancelled:
  *
  *   QUEUED ──thread──▶ RUNNING ──thread──▶ DONE_* (its outcome is out of the thread)
+ *     │                  └──main──▶ ABORT_REQUESTED ──thread──▶ DONE_*
  *     └──────main────▶ CANCELLED
+ *
+ * ABORT_REQUESTED asks a running job to stop: its `jobSignal()` is aborted. The signal is made
+ * only when the job asks for it; it then waits on the job's slot with `Atomics.waitAsync`, which
+ * the main thread notifies when it moves the slot to ABORT_REQUESTED and the thread notifies
+ * when the job ends.
  *
  * A job's outcome leaves the thread the moment the job ends, never with the batch, so that a
  * thread that dies later in the batch (exit, uncaught error, out of memory, terminate) loses no
@@ -29,6 +35,8 @@ import { importUserModule } from './ts-loader.js';
 import { describeUncloneable, findUncloneable } from './uncloneable.js';
 import { fromWire, toWire } from './wire.js';
 import { _takeReceivedCallbacks } from '../comlink.js';
+import { CancelledError } from '../exceptions.js';
+import { _setPoolJobSignal } from '../job-signal.js';
 
 /** The job waits: the thread has not reached it. */
 export const QUEUED = 0;
@@ -48,6 +56,9 @@ export const DONE_NULL = 6;
 export const DONE_TRUE = 7;
 /** The job returned false. */
 export const DONE_FALSE = 8;
+
+/** The caller cancelled the running job: its `jobSignal()` is aborted; it may run on regardless. */
+export const ABORT_REQUESTED = 9;
 
 /** The key of the message by which a pool thread hands its results port to the executor. */
 export const RESULTS_PORT = 'multiloop:results-port';
@@ -214,6 +225,38 @@ function call(fn: JobFunction, args: unknown[], first: number, argc: number): un
 }
 
 
+/** The state slots of the batch whose job runs now, or null between jobs; the job's index there. */
+let jobSlots: Int32Array | null = null;
+let jobIndex = 0;
+/** The running job's signal, made when the job first calls `jobSignal()`. */
+let jobController: AbortController | null = null;
+
+/** Atomics.waitAsync (ES2024; in Node 20), typed here since the build's lib is ES2022. */
+const waitAsync = (Atomics as unknown as {
+  waitAsync(array: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> };
+}).waitAsync;
+
+/** The running job's signal, made on first use: it aborts when the slot moves to ABORT_REQUESTED. */
+function runningJobSignal(): AbortSignal | null {
+  const slots = jobSlots;
+  if (slots === null) return null;
+  if (jobController !== null) return jobController.signal;
+  const controller = new AbortController();
+  jobController = controller;
+  const index = jobIndex;
+  const abortIfAsked = (): void => {
+    if (Atomics.load(slots, index) === ABORT_REQUESTED && !controller.signal.aborted) {
+      controller.abort(new CancelledError('the caller cancelled the job'));
+    }
+  };
+  const waited = waitAsync(slots, index, RUNNING);
+  if (waited.async) void waited.value.then(abortIfAsked);
+  else abortIfAsked();
+  return controller.signal;
+}
+
+_setPoolJobSignal(runningJobSignal);
+
 /** The batch this thread runs or last ran: the next one starts after it. */
 let previous: Promise<unknown> = Promise.resolve();
 
@@ -278,12 +321,16 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
         }
       }
       if (decoded) release = _takeReceivedCallbacks();
+      jobSlots = slots;
+      jobIndex = i;
       let result = call(fn, args, first, argc);
       if (_isThenable(result)) result = await result;
+      jobSlots = null;
       state = primitiveState(result);
       if (state === DONE_NUMBER) values[i] = result as number;
       else if (state === DONE_POSTED) sendValue(id, i, result, exportName, url);
     } catch (error) {
+      jobSlots = null;
       release ??= _takeReceivedCallbacks();
       sendError(id, i, error);
       state = DONE_POSTED;
@@ -294,6 +341,11 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
       release = null;
     }
     Atomics.store(slots, i, state);
+    if (jobController !== null) {
+      // Wake the signal's waiter: it finds the job ended and lets go.
+      jobController = null;
+      Atomics.notify(slots, i);
+    }
   }
   return { ran, ms: performance.now() - started - importMs };
 }

@@ -1,0 +1,477 @@
+/**
+ * An executor on a distributed engine: `BullMQExecutor` sends WorkerFns as BullMQ jobs through
+ * Redis, and `serveBullMQ` runs them in worker processes on any number of machines (no asyncio
+ * counterpart: the part concurrent.futures' ProcessPoolExecutor plays on one machine).
+ *
+ * The one module that uses BullMQ, and only through a dynamic import made when an executor or
+ * a worker is created: importing multiloop costs nothing for those who never use it. What
+ * travels is described in internal/bullmq-wire.ts; the executor's engine is
+ * internal/bullmq-caller.ts, the worker's is internal/bullmq-runner.ts.
+ */
+import type { Job, JobsOptions, Queue, Worker } from 'bullmq';
+import type { EventLoop } from './base-events.js';
+import { newEventLoop } from './events.js';
+import type { Executor } from './executor.js';
+import { INSPECT, repr } from './internal/format.js';
+import { CallerEngine, type AddedJob, type CallerStatistics, type QueuePort } from './internal/bullmq-caller.js';
+import { JobRunner, allowList } from './internal/bullmq-runner.js';
+import {
+  DEFAULT_PREFIX,
+  DEFAULT_QUEUE,
+  QueueKeys,
+  resolveConnection,
+  type RedisConnection,
+  type RedisLike,
+  type ResolvedConnection,
+} from './internal/bullmq-wire.js';
+import type { ConcurrentFuture } from './internal/concurrent-future.js';
+import { _getRunningLoop } from './internal/running.js';
+import { logger } from './log.js';
+import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
+
+export type { RedisConnection } from './internal/bullmq-wire.js';
+
+/** BullMQ, loaded once, on first use. */
+let bullmq: Promise<typeof import('bullmq')> | null = null;
+
+function loadBullMQ(): Promise<typeof import('bullmq')> {
+  bullmq ??= import('bullmq');
+  return bullmq;
+}
+
+/**
+ * Configure a `BullMQExecutor`: where Redis is, which queue, and what BullMQ job options apply.
+ *
+ * @example
+ * ```ts
+ * const options: BullMQExecutorOptions = {
+ *   connection: 'redis://10.0.0.5:6379',
+ *   queue: 'thumbnails',
+ *   defaultJobOptions: { attempts: 3, backoff: { type: 'exponential', delay: 1000 } },
+ *   unreachableTimeout: 60,
+ * };
+ * const executor = new BullMQExecutor(options);
+ * ```
+ */
+export interface BullMQExecutorOptions {
+  /** The Redis (>= 6.2) holding the queue: a `redis://` URL or host, port and credentials. */
+  connection: RedisConnection;
+  /** The BullMQ queue's name (default `'multiloop'`); workers must serve the same one. */
+  queue?: string;
+  /** BullMQ's key prefix (default `'bull'`); workers must use the same one. */
+  prefix?: string;
+  /**
+   * BullMQ job options applied to every job (`attempts`, `backoff`, `priority`, ...). A call that
+   * throws is run again while attempts are left; its error comes back from the last one. `jobId`
+   * is the executor's own; completed and failed jobs are removed unless you say otherwise.
+   */
+  defaultJobOptions?: Record<string, unknown>;
+  /**
+   * Seconds the futures of sent and waiting jobs wait for an unreachable Redis (down, restarting,
+   * the network) before they fail with a RuntimeError saying so (default 30; `Infinity` waits
+   * for good). While Redis is back in time, nothing is lost: jobs it lost (a restart without
+   * persistence) are sent again.
+   */
+  unreachableTimeout?: number;
+}
+
+/**
+ * Report what a `BullMQExecutor` is doing, Trio-style.
+ *
+ * @example
+ * ```ts
+ * const { callsSent, jobsSent } = executor.statistics();
+ * console.log(`${callsSent / jobsSent} calls per BullMQ job`);
+ * ```
+ */
+export interface BullMQExecutorStatistics {
+  /** Calls submitted and not sent yet. */
+  readonly queueSize: number;
+  /** Calls sent and not settled yet. */
+  readonly inFlight: number;
+  /** Calls settled with a result or an error. */
+  readonly completed: number;
+  /** Calls cancelled. */
+  readonly cancelled: number;
+  /** BullMQ jobs added. */
+  readonly jobsSent: number;
+  /** Calls those jobs carried (`callsSent / jobsSent` calls per job). */
+  readonly callsSent: number;
+  /** Calls sent again because Redis lost their job. */
+  readonly resent: number;
+}
+
+function checkName(value: unknown, name: string, fallback: string, caller: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || value === '' || value.includes(':')) {
+    throw new TypeError(`${caller}: options.${name} must be a non-empty string without ':', got ${repr(value)}`);
+  }
+  return value;
+}
+
+function checkOptionsObject(options: unknown, caller: string): Record<string, unknown> {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`${caller} needs an options object with a connection, got ${repr(options)}`);
+  return options as Record<string, unknown>;
+}
+
+/**
+ * Run WorkerFns in worker processes (`serveBullMQ`, `npx multiloop worker`) on any machine that
+ * reaches the same Redis, through a BullMQ queue: `loop.runInExecutor(executor, fn, ...args)`
+ * as with the local pool.
+ *
+ * `fn` names its module by a specifier the workers resolve — a path relative to the worker's
+ * root (`'./jobs/math.js'`) or a package name — which must be on the workers' allow list.
+ * Arguments, results and errors cross with structured-clone fidelity (typed arrays, Map, Set,
+ * Date, BigInt; errors keep class, message, stack, cause, own properties; registered classes);
+ * a value that cannot fails its own future with a TypeError naming it.
+ *
+ * Calls submitted together go as one `addBulk`, several calls per BullMQ job when they are
+ * short (as the workers measure them), so thousands of tiny calls cost a handful of jobs, while
+ * a call alone keeps its latency. Outcomes arrive on a stream of this executor's own, each call
+ * settling once, as soon as it ended. Cancelling the future of a call still waiting removes it
+ * (it never runs); of a running call, aborts its `jobSignal()` in the worker running it. A
+ * worker that dies mid-job: BullMQ runs the job again on another (its calls that had finished
+ * are not run again), and each future settles once — at least once, never lost.
+ *
+ * The executor holds Redis connections: `shutdown()` it when done.
+ *
+ * @example
+ * ```ts
+ * const executor = new BullMQExecutor({ connection: 'redis://127.0.0.1:6379' });
+ * const thumbnail = workerFn<[Uint8Array, number], Uint8Array>('./jobs/images.js', 'thumbnail');
+ * const small = yield* loop.runInExecutor(executor, thumbnail, bytes, 128);
+ * await executor.shutdown();
+ * ```
+ */
+export class BullMQExecutor implements Executor {
+  readonly #engine: CallerEngine;
+  readonly #queue: string;
+  readonly #where: string;
+
+  /** Check `options` and connect to Redis in the background; calls submitted meanwhile wait. */
+  constructor(options: BullMQExecutorOptions) {
+    const caller = 'BullMQExecutor';
+    const checked = checkOptionsObject(options, caller);
+    const connection = resolveConnection(checked.connection, caller);
+    const queue = checkName(checked.queue, 'queue', DEFAULT_QUEUE, caller);
+    const prefix = checkName(checked.prefix, 'prefix', DEFAULT_PREFIX, caller);
+    const jobOptions = checked.defaultJobOptions;
+    if (jobOptions !== undefined && (typeof jobOptions !== 'object' || jobOptions === null)) {
+      throw new TypeError(`${caller}: options.defaultJobOptions must be an object of BullMQ job options, got ${repr(jobOptions)}`);
+    }
+    const unreachableTimeout = checked.unreachableTimeout ?? 30;
+    if (typeof unreachableTimeout !== 'number' || Number.isNaN(unreachableTimeout) || unreachableTimeout <= 0) {
+      throw new TypeError(`${caller}: options.unreachableTimeout must be a positive number of seconds or Infinity, got ${repr(unreachableTimeout)}`);
+    }
+    this.#queue = queue;
+    this.#where = connection.where;
+    const defaultJobOptions: JobsOptions = { removeOnComplete: true, removeOnFail: true, ...(jobOptions as JobsOptions | undefined) };
+    this.#engine = new CallerEngine(() => openQueue(queue, prefix, connection, defaultJobOptions), {
+      keys: new QueueKeys(prefix, queue),
+      where: connection.where,
+      unreachableTimeout,
+    });
+  }
+
+  /**
+   * Queue `fn(...args)` as (part of) a BullMQ job; values and errors cross with structured-clone
+   * fidelity. After `shutdown()`, RuntimeError. An argument that cannot cross fails the future.
+   *
+   * @example
+   * ```ts
+   * const cf = executor.submit(workerFn('./jobs/math.js', 'add'), 40, 2);
+   * cf.addDoneCallback((f) => console.log(f.result())); // 42
+   * ```
+   */
+  submit<A extends unknown[], R>(fn: WorkerFn<A, R>, ...args: A): ConcurrentFuture<R> {
+    const checked = checkWorkerFn(fn, 'submit()', true);
+    return this.#engine.submit(checked, args) as ConcurrentFuture<R>;
+  }
+
+  /**
+   * Stop accepting calls; with `wait` (the default) settle once every call submitted settled,
+   * then close the connections. `cancelFutures` cancels every call not done: those waiting are
+   * removed, those running have their `jobSignal()` aborted. Called without `wait` while an
+   * earlier `shutdown(true)` still waits, it cancels what is left, so the wait ends.
+   *
+   * @example
+   * ```ts
+   * await executor.shutdown(true, { cancelFutures: true });
+   * ```
+   */
+  shutdown(wait = true, options?: { cancelFutures?: boolean }): Promise<void> {
+    return this.#engine.shutdown(wait, options?.cancelFutures === true);
+  }
+
+  /**
+   * Report the calls and jobs so far (Trio-style statistics()).
+   *
+   * @example
+   * ```ts
+   * const { inFlight, completed } = executor.statistics();
+   * ```
+   */
+  statistics(): BullMQExecutorStatistics {
+    return this.#engine.statistics() satisfies CallerStatistics;
+  }
+
+  /** @internal Module specifiers are for this executor's workers to resolve (see `runInExecutor`). */
+  _resolvesModuleSpecifiers(): boolean {
+    return true;
+  }
+
+  /** The repr, also in `util.inspect` and console.log. */
+  [INSPECT](): string {
+    return this.toString();
+  }
+
+  toString(): string {
+    const { queueSize, inFlight, completed } = this.#engine.statistics();
+    return `<BullMQExecutor queue=${repr(this.#queue)} redis=${this.#where} queued=${queueSize} in_flight=${inFlight} completed=${completed}>`;
+  }
+}
+
+/** Open the BullMQ queue of an executor. */
+async function openQueue(name: string, prefix: string, connection: ResolvedConnection, defaultJobOptions: JobsOptions): Promise<QueuePort> {
+  const { Queue: QueueClass } = await loadBullMQ();
+  const queue: Queue = new QueueClass(name, { connection: connection.options, prefix, defaultJobOptions });
+  // Without a listener, an EventEmitter throws its 'error' events.
+  let onError: (error: Error) => void = () => undefined;
+  queue.on('error', (error: Error) => onError(error));
+  const client = queue.client as unknown as Promise<RedisLike>;
+  let connected: RedisLike | null = null;
+  client.then(
+    (ready) => (connected = ready),
+    () => undefined,
+  );
+  return {
+    async addBulk(jobs: AddedJob[]): Promise<void> {
+      if (jobs.length === 1) {
+        const [job] = jobs as [AddedJob];
+        await queue.add(job.name, job.data, job.opts);
+      } else {
+        await queue.addBulk(jobs.map((job) => ({ name: job.name, data: job.data, opts: job.opts })));
+      }
+    },
+    async remove(jobId: string): Promise<boolean> {
+      return (await queue.remove(jobId)) === 1;
+    },
+    client,
+    onError(listener: (error: Error) => void): void {
+      onError = listener;
+    },
+    close(force: boolean): Promise<void> {
+      // BullMQ's close() drops a connection never made, but waits for Redis to quit one that
+      // was: with Redis away, that is for good. Dropped first, it ends at once.
+      if (force) connected?.disconnect();
+      return queue.close();
+    },
+  };
+}
+
+/**
+ * Configure `serveBullMQ`: where Redis is, which queue, how many jobs at once, and which modules
+ * jobs may name.
+ *
+ * @example
+ * ```ts
+ * const options: ServeBullMQOptions = {
+ *   connection: 'redis://10.0.0.5:6379',
+ *   concurrency: 8,
+ *   allow: ['./jobs/images.js', '@acme/reports'],
+ * };
+ * ```
+ */
+export interface ServeBullMQOptions {
+  /** The Redis holding the queue. */
+  connection: RedisConnection;
+  /** The queue to serve (default `'multiloop'`). */
+  queue?: string;
+  /** BullMQ's key prefix (default `'bull'`). */
+  prefix?: string;
+  /** The most jobs run at once in this process (default 16); the calls of one job run one after the other. */
+  concurrency?: number;
+  /**
+   * The module specifiers jobs may name: paths relative to `root` (`'./jobs/math.js'`), package
+   * names (imported as this process imports them), `file:` URLs or absolute paths. A job naming
+   * any other fails with an error naming it, and it is never imported.
+   */
+  allow: readonly string[];
+  /** The directory `./relative` specifiers resolve against (default: the working directory). */
+  root?: string;
+  /** Milliseconds a job's lock lasts without renewal (BullMQ's lockDuration, default 30 000): how soon a dead worker's job runs elsewhere. */
+  lockDuration?: number;
+  /** Milliseconds between checks for jobs of dead workers (BullMQ's stalledInterval, default 30 000). */
+  stalledInterval?: number;
+  /** How often a job may lose its worker before it fails (BullMQ's maxStalledCount, default 1). */
+  maxStalledCount?: number;
+  /**
+   * Whether SIGTERM and SIGINT close the worker gracefully (default true): running calls get
+   * `closeTimeout` seconds to finish, then their jobs are handed back to the queue; a second
+   * signal hands them back at once; a third ends the process (jobs still held then are run
+   * again elsewhere once their locks expire).
+   */
+  handleSignals?: boolean;
+  /** Seconds running calls get to finish when a signal closes the worker (default 10). */
+  closeTimeout?: number;
+}
+
+/**
+ * A running `serveBullMQ` worker.
+ *
+ * @example
+ * ```ts
+ * const worker = await serveBullMQ({ connection, allow: ['./jobs/math.js'] });
+ * await worker.close({ timeout: 5 });
+ * ```
+ */
+export interface BullMQWorker {
+  /**
+   * Stop taking jobs, let running calls finish, then disconnect. With `timeout` (seconds), calls
+   * still running then are abandoned and their jobs handed back to the queue (another worker
+   * runs them; their calls that finished are not run again). Calls of a job not started yet are
+   * handed back at once. Idempotent.
+   */
+  close(options?: { timeout?: number }): Promise<void>;
+  /** Settles once the worker is closed (by `close()` or a signal). */
+  readonly closed: Promise<void>;
+}
+
+function checkCount(value: unknown, name: string, fallback: number, min: number, caller: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new TypeError(`${caller}: options.${name} must be an integer of at least ${min}, got ${repr(value)}`);
+  }
+  return value;
+}
+
+/**
+ * Run the jobs of a BullMQ queue in this process (as `npx multiloop worker` does); resolves once
+ * it takes jobs.
+ *
+ * Each job's calls run here one after the other: plain and async functions as they are,
+ * coroutine functions (generators) as Tasks of a loop of this process (the running one, or one
+ * made and run for the worker). A job may name only modules on `allow`. The worker subscribes
+ * to its queue's cancel channel, so a caller cancelling a running call aborts its
+ * `jobSignal()` here. SIGTERM or SIGINT closes it gracefully (see `handleSignals`).
+ *
+ * @example
+ * ```ts
+ * const worker = await serveBullMQ({
+ *   connection: 'redis://127.0.0.1:6379',
+ *   concurrency: 16,
+ *   allow: ['./jobs/math.js'],
+ * });
+ * await worker.closed;
+ * ```
+ */
+export async function serveBullMQ(options: ServeBullMQOptions): Promise<BullMQWorker> {
+  const caller = 'serveBullMQ()';
+  const checked = checkOptionsObject(options, caller);
+  const connection = resolveConnection(checked.connection, caller);
+  const queueName = checkName(checked.queue, 'queue', DEFAULT_QUEUE, caller);
+  const prefix = checkName(checked.prefix, 'prefix', DEFAULT_PREFIX, caller);
+  const concurrency = checkCount(checked.concurrency, 'concurrency', 16, 1, caller);
+  const allow = allowList(checked.allow, caller);
+  const root = checked.root ?? process.cwd();
+  if (typeof root !== 'string' || root === '') throw new TypeError(`${caller}: options.root must be a directory path, got ${repr(root)}`);
+  const lockDuration = checkCount(checked.lockDuration, 'lockDuration', 30_000, 1, caller);
+  const stalledInterval = checkCount(checked.stalledInterval, 'stalledInterval', 30_000, 1, caller);
+  const maxStalledCount = checkCount(checked.maxStalledCount, 'maxStalledCount', 1, 0, caller);
+  const handleSignals = checked.handleSignals ?? true;
+  if (typeof handleSignals !== 'boolean') throw new TypeError(`${caller}: options.handleSignals must be a boolean, got ${repr(handleSignals)}`);
+  const closeTimeout = checked.closeTimeout ?? 10;
+  if (typeof closeTimeout !== 'number' || Number.isNaN(closeTimeout) || closeTimeout < 0) {
+    throw new TypeError(`${caller}: options.closeTimeout must be a non-negative number of seconds, got ${repr(closeTimeout)}`);
+  }
+
+  const { Worker: WorkerClass, WaitingError } = await loadBullMQ();
+  const keys = new QueueKeys(prefix, queueName);
+  let loop: EventLoop | null = _getRunningLoop();
+  let ownLoop: { loop: EventLoop; stopped: Promise<void> } | null = null;
+  if (loop === null) {
+    loop = newEventLoop();
+    ownLoop = { loop, stopped: loop.runForever() };
+  }
+  const runner = new JobRunner({ keys, allow, root, loop });
+  let lastError = '';
+  const worker: Worker = new WorkerClass(
+    queueName,
+    async (job: Job, token?: string): Promise<void> => {
+      const end = await runner.process(job);
+      if (end === 'handed-back') {
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
+    },
+    { connection: connection.options, prefix, concurrency, lockDuration, stalledInterval, maxStalledCount, autorun: false },
+  );
+  worker.on('failed', (job: Job | undefined, error: Error) => runner.jobFailed(job, error, job?.finishedOn !== undefined));
+  worker.on('error', (error: Error) => {
+    // Redis away repeats the same error every retry: say it once.
+    if (error.message !== lastError) logger.warning(`serveBullMQ: ${error.message}`);
+    lastError = error.message;
+  });
+
+  let subscriber: RedisLike | null = null;
+  const started = async (): Promise<void> => {
+    const client = (await worker.client) as unknown as RedisLike;
+    runner.attach(client);
+    subscriber = client.duplicate();
+    subscriber.on('error', () => undefined);
+    subscriber.on('message', (_channel: string, message: string) => runner.cancelRequested(message));
+    await subscriber.subscribe(keys.cancelChannel);
+    worker.run().catch((error: unknown) => logger.error('serveBullMQ: the worker stopped', error));
+    await worker.waitUntilReady();
+  };
+
+  let resolveClosed: () => void = () => undefined;
+  const closed = new Promise<void>((resolve) => {
+    resolveClosed = resolve;
+  });
+  let closing: Promise<void> | null = null;
+  let signals = 0;
+  const onSignal = (): void => {
+    signals++;
+    if (signals === 1) void close({ timeout: closeTimeout });
+    else if (signals === 2) runner.handBack();
+    // A close that cannot finish (Redis away): the jobs still held are recovered as stalled ones.
+    else process.exit(130);
+  };
+  const close = (closeOptions?: { timeout?: number }): Promise<void> => {
+    closing ??= (async () => {
+      const timeout = closeOptions?.timeout;
+      runner.stopStarting();
+      const timer = timeout === undefined || !Number.isFinite(timeout) ? null : setTimeout(() => runner.handBack(), Math.max(0, timeout) * 1000);
+      try {
+        await worker.close();
+      } finally {
+        if (timer !== null) clearTimeout(timer);
+        const sub = subscriber as RedisLike | null;
+        sub?.disconnect();
+        if (handleSignals) {
+          process.off('SIGTERM', onSignal);
+          process.off('SIGINT', onSignal);
+        }
+        if (ownLoop !== null) {
+          ownLoop.loop.stop();
+          await ownLoop.stopped.catch(() => undefined);
+          ownLoop.loop.close();
+        }
+        resolveClosed();
+      }
+    })();
+    return closing;
+  };
+  try {
+    await started();
+  } catch (error) {
+    await close({ timeout: 0 }).catch(() => undefined);
+    throw error;
+  }
+  if (handleSignals) {
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  }
+  return { close, closed };
+}

@@ -1,0 +1,148 @@
+/**
+ * `multiloop worker`: a process that serves a BullMQ queue (`serveBullMQ`) until SIGTERM or
+ * SIGINT, for `BullMQExecutor`s on any machine that reaches the same Redis.
+ */
+import { serveBullMQ, type BullMQWorker } from './bullmq.js';
+
+const USAGE = `Usage: multiloop worker --allow SPEC[,SPEC...] [options]
+
+Run jobs of a BullMQ queue sent by BullMQExecutor, until SIGTERM or SIGINT.
+
+Options:
+  --redis URL          Redis to serve (default: $REDIS_URL, else redis://127.0.0.1:6379)
+  --queue NAME         queue to serve (default: multiloop)
+  --prefix PREFIX      BullMQ key prefix (default: bull)
+  --concurrency N      the most jobs run at once (default: 16)
+  --allow SPECS        modules jobs may name, comma-separated (repeatable): ./relative paths
+                       (from --root), package names, file: URLs or absolute paths
+  --root DIR           where ./relative specifiers resolve (default: the working directory)
+  --grace SECONDS      on SIGTERM/SIGINT, how long running calls may finish before their jobs
+                       are handed back to the queue (default: 10); a second signal: at once;
+                       a third ends the process
+  --lock-duration MS   BullMQ lockDuration: how soon a dead worker's jobs run elsewhere (default: 30000)
+  --stalled-interval MS  BullMQ stalledInterval (default: 30000)
+  --max-stalled-count N  how often a job may lose its worker before it fails (default: 1)
+  --help               show this help
+
+Prints "multiloop worker: serving ..." once it takes jobs. Exit code 0 after a graceful
+shutdown, 2 for a bad command line, 1 when the worker cannot start.
+`;
+
+/** Options that take a value, and the key each fills. */
+const VALUED = new Map([
+  ['--redis', 'redis'],
+  ['--queue', 'queue'],
+  ['--prefix', 'prefix'],
+  ['--concurrency', 'concurrency'],
+  ['--allow', 'allow'],
+  ['--root', 'root'],
+  ['--grace', 'grace'],
+  ['--lock-duration', 'lockDuration'],
+  ['--stalled-interval', 'stalledInterval'],
+  ['--max-stalled-count', 'maxStalledCount'],
+]);
+
+interface Parsed {
+  values: Map<string, string>;
+  allow: string[];
+  help: boolean;
+}
+
+function parse(argv: readonly string[]): Parsed {
+  const values = new Map<string, string>();
+  const allow: string[] = [];
+  let help = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--help' || arg === '-h') {
+      help = true;
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const flag = eq === -1 ? arg : arg.slice(0, eq);
+    const key = VALUED.get(flag);
+    if (key === undefined) throw new UsageError(`unknown option ${JSON.stringify(arg)}`);
+    let value: string | undefined;
+    if (eq !== -1) value = arg.slice(eq + 1);
+    else value = argv[++i];
+    if (value === undefined) throw new UsageError(`${flag} needs a value`);
+    if (key === 'allow') allow.push(...value.split(',').map((spec) => spec.trim()).filter((spec) => spec !== ''));
+    else values.set(key, value);
+  }
+  return { values, allow, help };
+}
+
+class UsageError extends Error {}
+
+function integer(values: Map<string, string>, key: string, flag: string): number | undefined {
+  const value = values.get(key);
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number)) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(value)}`);
+  return number;
+}
+
+/**
+ * Run `multiloop worker` with `argv` (the arguments after `worker`): serve the queue until
+ * SIGTERM or SIGINT; resolves with the process's exit code.
+ *
+ * @example
+ * ```ts
+ * // bin: multiloop worker --redis redis://10.0.0.5:6379 --allow ./jobs/images.js --concurrency 8
+ * process.exitCode = await workerCommand(process.argv.slice(3));
+ * ```
+ */
+export async function workerCommand(argv: string[]): Promise<number> {
+  let parsed: Parsed;
+  let concurrency: number | undefined;
+  let lockDuration: number | undefined;
+  let stalledInterval: number | undefined;
+  let maxStalledCount: number | undefined;
+  let grace = 10;
+  try {
+    parsed = parse(argv);
+    if (parsed.help) {
+      process.stdout.write(USAGE);
+      return 0;
+    }
+    if (parsed.allow.length === 0) throw new UsageError('--allow is required: name the modules jobs may run');
+    concurrency = integer(parsed.values, 'concurrency', '--concurrency');
+    lockDuration = integer(parsed.values, 'lockDuration', '--lock-duration');
+    stalledInterval = integer(parsed.values, 'stalledInterval', '--stalled-interval');
+    maxStalledCount = integer(parsed.values, 'maxStalledCount', '--max-stalled-count');
+    const graceValue = parsed.values.get('grace');
+    if (graceValue !== undefined) {
+      grace = Number(graceValue);
+      if (graceValue === '' || !Number.isFinite(grace) || grace < 0) throw new UsageError(`--grace must be a number of seconds, got ${JSON.stringify(graceValue)}`);
+    }
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`multiloop worker: ${error.message}\n\n${USAGE}`);
+    return 2;
+  }
+  const redis = parsed.values.get('redis') ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const queue = parsed.values.get('queue') ?? 'multiloop';
+  let worker: BullMQWorker;
+  try {
+    worker = await serveBullMQ({
+      connection: redis,
+      queue,
+      prefix: parsed.values.get('prefix'),
+      concurrency,
+      allow: parsed.allow,
+      root: parsed.values.get('root'),
+      lockDuration,
+      stalledInterval,
+      maxStalledCount,
+      closeTimeout: grace,
+    });
+  } catch (error) {
+    process.stderr.write(`multiloop worker: cannot start: ${(error as Error).message}\n`);
+    return 1;
+  }
+  const where = redis.replace(/\/\/[^@/]*@/, '//');
+  process.stdout.write(`multiloop worker: serving queue '${queue}' on ${where} (pid ${process.pid}, concurrency ${concurrency ?? 16}, allow ${parsed.allow.join(', ')})\n`);
+  await worker.closed;
+  process.stdout.write('multiloop worker: closed\n');
+  return 0;
+}

@@ -1,0 +1,749 @@
+/**
+ * The engine behind `BullMQExecutor` (src/bullmq.ts gives it a BullMQ queue through `QueuePort`):
+ * its queue of calls, how they are packed into BullMQ jobs, how their outcomes are read and
+ * settled, cancellation, and what it does while Redis is away.
+ *
+ * Packing, as the local pool does it: calls submitted in one synchronous burst are flushed
+ * together on the next microtask, as one `addBulk`. A BullMQ job carries several calls, about
+ * BATCH_BUDGET_MS of work by the run times the workers measured for each function and at most
+ * MAX_CALLS_PER_JOB; a function never measured yet sends one call alone (its probe) and holds
+ * the others until the probe's run time is known, so a burst of slow calls is never packed into
+ * one job while other workers idle, and a lone call keeps its latency.
+ *
+ * Every call settles once: outcomes are applied only to calls not done, so an outcome that
+ * arrives twice (a job run again after its worker died, or sent again after Redis lost it) is
+ * dropped. While Redis is unreachable the calls wait; past `unreachableTimeout` they fail with a
+ * RuntimeError saying so. When Redis comes back, jobs it lost (a restart without persistence)
+ * are sent again — at least once, as BullMQ promises.
+ */
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { RuntimeError } from '../exceptions.js';
+import { logger } from '../log.js';
+import { describeWorkerFn, type WorkerFn } from '../worker-fn.js';
+import { ConcurrentFuture } from './concurrent-future.js';
+import {
+  KEY_TTL_SECONDS,
+  OUTCOME_ERROR,
+  OUTCOME_JOB_ERROR,
+  decodeOutcomes,
+  encodeRequest,
+  unwireFailure,
+  unwireValue,
+  whyUnserializable,
+  wireArgs,
+  type JobRequest,
+  type QueueKeys,
+  type RedisLike,
+} from './bullmq-wire.js';
+
+/** A BullMQ job carries about this many milliseconds of work, by the measured run times of its calls. */
+const BATCH_BUDGET_MS = 10;
+/** The most calls one BullMQ job carries. */
+const MAX_CALLS_PER_JOB = 512;
+/** A job whose request is larger (base64 characters) is split, unless it carries one call. */
+const MAX_JOB_BYTES = 1 << 20;
+/** How long the other calls of a function never measured wait for its first call's run time. */
+const PROBE_WAIT_MS = 1000;
+/** Outcome entries read per XREAD. */
+const READ_COUNT = 256;
+/** How long one XREAD blocks (milliseconds); the read is issued again at once. */
+const READ_BLOCK_MS = 10_000;
+/** Entries read are trimmed from the outcome stream once this many accumulated. */
+const TRIM_EVERY = 128;
+/** An `addBulk` that fails is tried this many times before its calls fail. */
+const MAX_ADD_ATTEMPTS = 3;
+const NO_ARGS: unknown[] = [];
+
+/** A job as BullMQ's `addBulk` takes it. */
+export interface AddedJob {
+  readonly name: string;
+  readonly data: { c: string };
+  readonly opts: { jobId: string };
+}
+
+/** What the engine needs of a BullMQ queue. */
+export interface QueuePort {
+  /** Add the jobs in one round trip (BullMQ's `addBulk`). */
+  addBulk(jobs: AddedJob[]): Promise<void>;
+  /** Remove a job no worker holds; whether it was removed. */
+  remove(jobId: string): Promise<boolean>;
+  /** The queue's Redis client, once connected. */
+  readonly client: Promise<RedisLike>;
+  /** Have `listener` told the queue's errors (those of its connection included). */
+  onError(listener: (error: Error) => void): void;
+  /** Close the queue's connection: `force` drops it without waiting for Redis. */
+  close(force: boolean): Promise<void>;
+}
+
+/** The engine's settings, checked by src/bullmq.ts. */
+export interface CallerOptions {
+  readonly keys: QueueKeys;
+  /** `host:port` of Redis, for messages. */
+  readonly where: string;
+  /** Seconds calls wait for an unreachable Redis before they fail (Infinity: for good). */
+  readonly unreachableTimeout: number;
+}
+
+/** What `BullMQExecutor.statistics()` reports. */
+export interface CallerStatistics {
+  readonly queueSize: number;
+  readonly inFlight: number;
+  readonly completed: number;
+  readonly cancelled: number;
+  readonly jobsSent: number;
+  readonly callsSent: number;
+  readonly resent: number;
+}
+
+/** The key under which run times are learnt: functions equal by module and export share them. */
+function fnKey(fn: WorkerFn): string {
+  return `${fn.exportName}\0${fn.moduleUrl}`;
+}
+
+/** Whether stream id `a` comes after `b` (`<ms>-<seq>`). */
+function after(a: string, b: string): boolean {
+  const [aMs = '0', aSeq = '0'] = a.split('-');
+  const [bMs = '0', bSeq = '0'] = b.split('-');
+  if (aMs.length !== bMs.length) return aMs.length > bMs.length;
+  if (aMs !== bMs) return aMs > bMs;
+  return Number(aSeq) > Number(bSeq);
+}
+
+/** The BullMQ job that carries calls, as sent. */
+interface SentJob {
+  readonly id: string;
+  readonly calls: CallFuture[];
+  /** Calls not done yet. */
+  left: number;
+}
+
+/** The future of one call: `cancel()` asks Redis and the workers to drop or stop it. */
+class CallFuture extends ConcurrentFuture<unknown> {
+  readonly engine: CallerEngine;
+  readonly fn: WorkerFn;
+  readonly key: string;
+  /** The arguments as `wireArgs` made them, kept until the call settles in case Redis loses its job. */
+  args: unknown[];
+  /** The arguments as given, until the call is first sent: messages name what in them cannot cross. */
+  given: unknown[];
+  job: SentJob | null = null;
+  index = 0;
+  /** Whether this call is the probe that measures its function. */
+  probe = false;
+  /** Sends that failed. */
+  attempts = 0;
+
+  constructor(engine: CallerEngine, fn: WorkerFn, key: string, args: unknown[], given: unknown[]) {
+    super();
+    this.engine = engine;
+    this.fn = fn;
+    this.key = key;
+    this.args = args;
+    this.given = given;
+  }
+
+  override cancel(): boolean {
+    return this.engine.cancel(this);
+  }
+
+  /** Cancel the future itself. */
+  cancelFuture(): boolean {
+    return super.cancel();
+  }
+}
+
+/** The engine behind `BullMQExecutor`. */
+export class CallerEngine {
+  /** Names this executor's jobs and outcome stream. */
+  readonly id = randomBytes(6).toString('hex');
+  readonly #keys: QueueKeys;
+  readonly #where: string;
+  readonly #unreachableMs: number;
+
+  #port: QueuePort | null = null;
+  #client: RedisLike | null = null;
+  #reader: RedisLike | null = null;
+  #connectFailure: Error | null = null;
+
+  /** Calls to send at the next flush. */
+  #queue: CallFuture[] = [];
+  #flushScheduled = false;
+  /** Calls of a function being measured, by function key, waiting for its probe. */
+  readonly #held = new Map<string, CallFuture[]>();
+  readonly #probes = new Map<string, NodeJS.Timeout>();
+  /** Milliseconds per call, by function key. */
+  readonly #estimates = new Map<string, number>();
+  /** Jobs sent whose calls are not all done, by job id. */
+  readonly #sent = new Map<string, SentJob>();
+  #seq = 0;
+  /** Futures not done. */
+  #live = 0;
+  #lastId = '0';
+  /** Entries read since the stream was last trimmed. */
+  #unTrimmed = 0;
+
+  #shutdown = false;
+  #closing = false;
+  #waitingShutdown = false;
+  #closed: Promise<void> | null = null;
+  #onIdle: (() => void) | null = null;
+
+  /** When Redis became unreachable (performance.now()), or null while it is reachable. */
+  #downSince: number | null;
+  #downTimer: NodeJS.Timeout | null = null;
+  /** Redis was unreachable for longer than unreachableTimeout: calls fail at once until it is back. */
+  #expired = false;
+  #everConnected = false;
+  #lastError = 'not connected yet';
+
+  #completed = 0;
+  #cancelled = 0;
+  #jobsSent = 0;
+  #callsSent = 0;
+  #resent = 0;
+
+  constructor(connect: () => Promise<QueuePort>, options: CallerOptions) {
+    this.#keys = options.keys;
+    this.#where = options.where;
+    this.#unreachableMs = options.unreachableTimeout * 1000;
+    this.#downSince = null;
+    this.#down('not connected yet');
+    void this.#start(connect);
+  }
+
+  async #start(connect: () => Promise<QueuePort>): Promise<void> {
+    let port: QueuePort;
+    try {
+      port = await connect();
+    } catch (error) {
+      this.#failConnect(error as Error);
+      return;
+    }
+    this.#port = port;
+    port.onError((error) => {
+      this.#lastError = error.message;
+    });
+    if (this.#closing) {
+      await port.close(true).catch(() => undefined);
+      return;
+    }
+    this.#scheduleFlush();
+    let client: RedisLike;
+    try {
+      client = await port.client;
+    } catch (error) {
+      if (!this.#closing) this.#failConnect(error as Error);
+      return;
+    }
+    if (this.#closing) return;
+    this.#client = client;
+    const reader = client.duplicate();
+    this.#reader = reader;
+    for (const connection of [client, reader]) {
+      connection.on('close', () => this.#down(null));
+      connection.on('error', (error: Error) => {
+        this.#lastError = error.message;
+      });
+      connection.on('ready', () => this.#checkUp());
+    }
+    this.#checkUp();
+    void this.#read(reader);
+  }
+
+  /** The connection could not be made for good (a bad option, a Redis too old): every call fails. */
+  #failConnect(error: Error): void {
+    this.#connectFailure = new RuntimeError(`cannot use the BullMQ queue on Redis at ${this.#where}: ${error.message}`, { cause: error });
+    this.#failAll(this.#connectFailure);
+  }
+
+  submit(fn: WorkerFn, given: unknown[]): ConcurrentFuture<unknown> {
+    if (this.#shutdown) throw new RuntimeError('cannot schedule new futures after shutdown');
+    const what = describeWorkerFn(fn);
+    let args: unknown[];
+    let failure: Error | null = this.#connectFailure ?? (this.#expired ? this.#unreachableError() : null);
+    try {
+      args = wireArgs(given, what);
+    } catch (error) {
+      args = NO_ARGS;
+      failure ??= error as Error;
+    }
+    const call = new CallFuture(this, fn, fnKey(fn), args, given);
+    this.#live++;
+    if (failure !== null) {
+      this.#failCall(call, failure);
+      return call;
+    }
+    this.#queue.push(call);
+    this.#scheduleFlush();
+    return call;
+  }
+
+  cancel(call: CallFuture): boolean {
+    if (call.done()) return call.cancelled();
+    call.cancelFuture();
+    this.#cancelled++;
+    this.#finished(call);
+    const job = call.job;
+    if (job !== null) void this.#requestCancel(job, call.index);
+    return true;
+  }
+
+  shutdown(wait: boolean, cancelFutures: boolean): Promise<void> {
+    if (this.#shutdown && !wait && this.#waitingShutdown) {
+      // Stop waiting: every call not done is cancelled (the running ones are asked to stop).
+      this.#cancelAll();
+      return Promise.resolve();
+    }
+    this.#shutdown = true;
+    if (cancelFutures) this.#cancelAll();
+    this.#closed ??= new Promise<void>((resolve) => {
+      this.#onIdle = resolve;
+      this.#checkIdle();
+    }).then(() => this.#close());
+    if (!wait) return Promise.resolve();
+    this.#waitingShutdown = true;
+    return this.#closed.finally(() => {
+      this.#waitingShutdown = false;
+    });
+  }
+
+  statistics(): CallerStatistics {
+    let held = 0;
+    for (const calls of this.#held.values()) held += calls.length;
+    let inFlight = 0;
+    for (const job of this.#sent.values()) inFlight += job.left;
+    return {
+      queueSize: this.#queue.length + held,
+      inFlight,
+      completed: this.#completed,
+      cancelled: this.#cancelled,
+      jobsSent: this.#jobsSent,
+      callsSent: this.#callsSent,
+      resent: this.#resent,
+    };
+  }
+
+  // ───────────────────────────── sending ─────────────────────────────
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    queueMicrotask(this.#flush);
+  }
+
+  readonly #flush = (): void => {
+    this.#flushScheduled = false;
+    if (this.#port === null || this.#closing) return;
+    const calls = this.#queue;
+    this.#queue = [];
+    const jobs: CallFuture[][] = [];
+    let current: CallFuture[] | null = null;
+    let cost = 0;
+    for (const call of calls) {
+      if (call.done()) continue;
+      const estimate = this.#estimates.get(call.key);
+      if (estimate === undefined) {
+        if (this.#probes.has(call.key)) {
+          let held = this.#held.get(call.key);
+          if (held === undefined) this.#held.set(call.key, (held = []));
+          held.push(call);
+        } else {
+          // The first call of a function never measured travels alone and measures it.
+          call.probe = true;
+          this.#probes.set(call.key, setTimeout(() => this.#probeTimedOut(call.key), PROBE_WAIT_MS).unref());
+          jobs.push([call]);
+        }
+        continue;
+      }
+      if (current === null || current.length >= MAX_CALLS_PER_JOB || (current.length > 0 && cost + estimate > BATCH_BUDGET_MS)) {
+        current = [];
+        cost = 0;
+        jobs.push(current);
+      }
+      current.push(call);
+      cost += estimate;
+    }
+    this.#send(jobs);
+  };
+
+  /** The request of a job carrying `calls`. */
+  #request(calls: readonly CallFuture[]): JobRequest {
+    const fns: string[] = [];
+    const at: number[] = new Array<number>(calls.length);
+    const args: unknown[][] = new Array<unknown[]>(calls.length);
+    let lastFn: WorkerFn | null = null;
+    let lastAt = -1;
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i] as CallFuture;
+      if (call.fn !== lastFn) {
+        lastFn = call.fn;
+        lastAt = -1;
+        for (let f = 0; f < fns.length; f += 2) {
+          if (fns[f] === call.fn.moduleUrl && fns[f + 1] === call.fn.exportName) lastAt = f >> 1;
+        }
+        if (lastAt === -1) {
+          lastAt = fns.length >> 1;
+          fns.push(call.fn.moduleUrl, call.fn.exportName);
+        }
+      }
+      at[i] = lastAt;
+      args[i] = call.args;
+    }
+    return { fns, at, args };
+  }
+
+  /** Encode each job's request (failing the calls whose arguments cannot be serialized) and add them all at once. */
+  #send(jobs: CallFuture[][]): void {
+    const added: AddedJob[] = [];
+    const sent: SentJob[] = [];
+    const pending = jobs.reverse();
+    for (let calls = pending.pop(); calls !== undefined; calls = pending.pop()) {
+      let data: { c: string };
+      try {
+        data = encodeRequest(this.#request(calls));
+      } catch (error) {
+        calls = this.#dropUnserializable(calls, error);
+        if (calls.length === 0) continue;
+        try {
+          data = encodeRequest(this.#request(calls));
+        } catch (again) {
+          for (const call of calls) this.#failCall(call, new TypeError(`cannot send ${describeWorkerFn(call.fn)} to a BullMQ worker: ${(again as Error).message}`, { cause: again }));
+          continue;
+        }
+      }
+      if (data.c.length > MAX_JOB_BYTES && calls.length > 1) {
+        // Big arguments: the job goes as two, each half as big.
+        const half = calls.length >> 1;
+        pending.push(calls.slice(half), calls.slice(0, half));
+        continue;
+      }
+      const id = `${this.id}-${++this.#seq}`;
+      const job: SentJob = { id, calls, left: calls.length };
+      for (let i = 0; i < calls.length; i++) {
+        const call = calls[i] as CallFuture;
+        call.job = job;
+        call.index = i;
+        call.given = NO_ARGS;
+      }
+      this.#sent.set(id, job);
+      sent.push(job);
+      added.push({ name: this.id, data, opts: { jobId: id } });
+    }
+    if (added.length === 0) return;
+    this.#jobsSent += added.length;
+    for (const job of sent) this.#callsSent += job.calls.length;
+    (this.#port as QueuePort).addBulk(added).catch((error: unknown) => this.#addFailed(sent, error));
+  }
+
+  /** The calls of `calls` whose arguments serialize; the others fail, saying what cannot cross. */
+  #dropUnserializable(calls: CallFuture[], error: unknown): CallFuture[] {
+    const kept: CallFuture[] = [];
+    for (const call of calls) {
+      const reason = whyUnserializable(call.args, call.given.length === call.args.length ? call.given : call.args);
+      if (reason === null) kept.push(call);
+      else this.#failCall(call, new TypeError(`cannot send ${describeWorkerFn(call.fn)} to a BullMQ worker: ${reason}`, { cause: error }));
+    }
+    return kept;
+  }
+
+  /** An addBulk failed: its calls go again a few times, then fail. */
+  #addFailed(jobs: SentJob[], error: unknown): void {
+    if (this.#closing) return;
+    const message = String((error as Error | null)?.message ?? error);
+    this.#lastError = message;
+    for (const job of jobs) {
+      if (this.#sent.get(job.id) !== job) continue;
+      this.#sent.delete(job.id);
+      for (const call of job.calls) {
+        if (call.done()) continue;
+        call.job = null;
+        if (++call.attempts >= MAX_ADD_ATTEMPTS) {
+          this.#failCall(call, new RuntimeError(`cannot add ${describeWorkerFn(call.fn)} to the BullMQ queue on Redis at ${this.#where}: ${message}`, { cause: error }));
+        } else {
+          this.#queue.push(call);
+        }
+      }
+    }
+    this.#scheduleFlush();
+  }
+
+  /** Ask Redis and the workers to drop (if waiting) or stop (if running) call `index` of `job`. */
+  async #requestCancel(job: SentJob, index: number): Promise<void> {
+    const port = this.#port;
+    if (port === null) return;
+    try {
+      const client = await port.client;
+      const keys = this.#keys;
+      const requests: Array<Promise<unknown>> = [];
+      if (job.calls.length > 1) {
+        requests.push(client.call('SETBIT', keys.cancelled(job.id), index, 1), client.call('EXPIRE', keys.cancelled(job.id), KEY_TTL_SECONDS));
+      }
+      requests.push(client.call('PUBLISH', keys.cancelChannel, `${job.id} ${index}`));
+      // Once no call of it is wanted any more, the job goes, unless a worker holds it.
+      if (job.left === 0) {
+        requests.push(
+          port.remove(job.id).then((removed) => (removed ? client.call('DEL', keys.cancelled(job.id)) : undefined)),
+        );
+      }
+      await Promise.all(requests);
+    } catch (error) {
+      if (!this.#closing) logger.warning(`BullMQExecutor: cannot ask the workers to cancel job ${job.id}: ${(error as Error).message}`);
+    }
+  }
+
+  // ───────────────────────────── measuring ─────────────────────────────
+
+  #learn(key: string, ms: number): void {
+    const measured = Math.max(ms, 1e-6);
+    const old = this.#estimates.get(key);
+    if (old === undefined && this.#estimates.size >= 1024) this.#estimates.clear();
+    this.#estimates.set(key, old === undefined ? measured : (old + measured) / 2);
+    if (this.#probes.has(key)) this.#endProbe(key);
+  }
+
+  #probeTimedOut(key: string): void {
+    this.#probes.delete(key);
+    // Not back after PROBE_WAIT_MS: a call of it is long, whatever its exact time.
+    if (!this.#estimates.has(key)) this.#estimates.set(key, PROBE_WAIT_MS);
+    this.#release(key);
+  }
+
+  #endProbe(key: string): void {
+    const timer = this.#probes.get(key);
+    if (timer !== undefined) clearTimeout(timer);
+    this.#probes.delete(key);
+    this.#release(key);
+  }
+
+  /** Send the calls held for `key`'s probe (a new probe goes first when it is still not measured). */
+  #release(key: string): void {
+    const held = this.#held.get(key);
+    if (held === undefined) return;
+    this.#held.delete(key);
+    for (const call of held) this.#queue.push(call);
+    this.#scheduleFlush();
+  }
+
+  // ───────────────────────────── outcomes ─────────────────────────────
+
+  async #read(reader: RedisLike): Promise<void> {
+    const stream = this.#keys.results(this.id);
+    while (!this.#closing) {
+      let reply: unknown;
+      try {
+        reply = await reader.callBuffer('XREAD', 'COUNT', READ_COUNT, 'BLOCK', READ_BLOCK_MS, 'STREAMS', stream, this.#lastId);
+      } catch (error) {
+        if (this.#closing) return;
+        this.#lastError = (error as Error).message;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        continue;
+      }
+      if (reply === null || this.#closing) continue;
+      this.#unTrimmed += this.#applyReply(reply);
+      if (this.#unTrimmed >= TRIM_EVERY) {
+        // On the reader's connection, just before its next XREAD: no round trip of its own,
+        // and none in front of the next addBulk on the queue's connection.
+        this.#unTrimmed = 0;
+        reader.call('XTRIM', stream, 'MINID', this.#lastId).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Apply an XREAD reply: `[[stream, [[id, [field, value, ...]], ...]]]`; returns how many entries it held. */
+  #applyReply(reply: unknown): number {
+    let count = 0;
+    for (const [, entries] of reply as Array<[Buffer, Array<[Buffer, Buffer[]]>]>) {
+      count += entries.length;
+      for (const [rawId, fields] of entries) {
+        const id = rawId.toString();
+        if (after(id, this.#lastId)) this.#lastId = id;
+        for (let f = 0; f + 1 < fields.length; f += 2) {
+          if ((fields[f] as Buffer).toString() === 'd') this.#apply(fields[f + 1] as Buffer);
+        }
+      }
+    }
+    return count;
+  }
+
+  /** Settle the calls an outcome entry names: each at most once. */
+  #apply(entry: Buffer): void {
+    let flat: unknown[];
+    try {
+      flat = decodeOutcomes(entry);
+    } catch (error) {
+      logger.error('BullMQExecutor: an outcome entry cannot be read', error);
+      return;
+    }
+    const job = this.#sent.get(flat[0] as string);
+    if (job === undefined) return;
+    for (let i = 1; i + 3 < flat.length; i += 4) {
+      const index = flat[i] as number;
+      const kind = flat[i + 1] as number;
+      const payload = flat[i + 2];
+      const ms = flat[i + 3];
+      if (kind === OUTCOME_JOB_ERROR) {
+        for (const call of job.calls) if (!call.done()) this.#failCall(call, this.#decodeFailure(payload));
+        continue;
+      }
+      const call = job.calls[index];
+      if (call === undefined || call.done()) continue;
+      if (typeof ms === 'number') this.#learn(call.key, ms);
+      if (kind === OUTCOME_ERROR) {
+        this.#failCall(call, this.#decodeFailure(payload));
+        continue;
+      }
+      let value: unknown;
+      try {
+        value = unwireValue(payload);
+      } catch (error) {
+        this.#failCall(call, error as Error);
+        continue;
+      }
+      this.#completeCall(call, value);
+    }
+  }
+
+  #decodeFailure(payload: unknown): unknown {
+    try {
+      return unwireFailure(payload);
+    } catch (error) {
+      return error;
+    }
+  }
+
+  #completeCall(call: CallFuture, value: unknown): void {
+    call._setResult(value);
+    this.#completed++;
+    this.#finished(call);
+  }
+
+  #failCall(call: CallFuture, error: unknown): void {
+    call._setException(error);
+    this.#completed++;
+    this.#finished(call);
+  }
+
+  /** Bookkeeping once `call` is done, whichever way. */
+  #finished(call: CallFuture): void {
+    call.args = NO_ARGS;
+    call.given = NO_ARGS;
+    const job = call.job;
+    if (job !== null && --job.left === 0 && this.#sent.get(job.id) === job) this.#sent.delete(job.id);
+    if (call.probe && this.#probes.has(call.key)) this.#endProbe(call.key);
+    this.#live--;
+    this.#checkIdle();
+  }
+
+  // ───────────────────────────── Redis away ─────────────────────────────
+
+  /** Redis became unreachable; `reason` says why when no error event said it first. */
+  #down(reason: string | null): void {
+    if (reason !== null) this.#lastError = reason;
+    if (this.#closing || this.#downSince !== null) return;
+    this.#downSince = performance.now();
+    if (Number.isFinite(this.#unreachableMs)) this.#downTimer = setTimeout(this.#expire, this.#unreachableMs).unref();
+  }
+
+  #checkUp(): void {
+    if (this.#client?.status !== 'ready' || this.#reader?.status !== 'ready' || this.#downSince === null) return;
+    if (this.#downTimer !== null) clearTimeout(this.#downTimer);
+    this.#downTimer = null;
+    this.#downSince = null;
+    this.#expired = false;
+    if (this.#everConnected) void this.#recover();
+    this.#everConnected = true;
+  }
+
+  readonly #expire = (): void => {
+    this.#downTimer = null;
+    this.#expired = true;
+    this.#failAll(this.#unreachableError());
+  };
+
+  #unreachableError(): RuntimeError {
+    const seconds = this.#unreachableMs / 1000;
+    return new RuntimeError(
+      `Redis at ${this.#where} has been unreachable for ${seconds} s (options.unreachableTimeout): the job's outcome cannot arrive ` +
+        `(the job may still run once Redis is back); last error: ${this.#lastError}`,
+    );
+  }
+
+  /**
+   * Redis is back after an outage: read the outcomes it holds, then send again the jobs it no
+   * longer has (it restarted without persistence), whose calls did not settle.
+   */
+  async #recover(): Promise<void> {
+    const client = this.#client;
+    if (client === null || this.#sent.size === 0) return;
+    try {
+      const stream = this.#keys.results(this.id);
+      const reply = await client.callBuffer('XREAD', 'COUNT', 100_000, 'STREAMS', stream, this.#lastId);
+      if (reply !== null) this.#applyReply(reply);
+      const jobs = [...this.#sent.values()];
+      const exists = await Promise.all(jobs.map((job) => client.call('EXISTS', this.#keys.job(job.id))));
+      let lost = 0;
+      for (let i = 0; i < jobs.length; i++) {
+        const job = jobs[i] as SentJob;
+        if (exists[i] !== 0 || this.#sent.get(job.id) !== job) continue;
+        this.#sent.delete(job.id);
+        lost++;
+        for (const call of job.calls) {
+          if (call.done()) continue;
+          call.job = null;
+          this.#resent++;
+          this.#queue.push(call);
+        }
+      }
+      if (lost > 0) {
+        logger.warning(`BullMQExecutor: Redis at ${this.#where} lost ${lost} job(s) of this executor (restarted without persistence?); their calls were sent again`);
+        this.#scheduleFlush();
+      }
+    } catch (error) {
+      if (!this.#closing) logger.warning(`BullMQExecutor: cannot check the jobs Redis holds after it came back: ${(error as Error).message}`);
+    }
+  }
+
+  // ───────────────────────────── ending ─────────────────────────────
+
+  /** Fail every call not done with `error`. */
+  #failAll(error: Error): void {
+    const calls: CallFuture[] = [...this.#queue];
+    this.#queue = [];
+    for (const held of this.#held.values()) calls.push(...held);
+    this.#held.clear();
+    for (const job of this.#sent.values()) calls.push(...job.calls);
+    for (const call of calls) if (!call.done()) this.#failCall(call, error);
+  }
+
+  #cancelAll(): void {
+    const calls: CallFuture[] = [...this.#queue];
+    for (const held of this.#held.values()) calls.push(...held);
+    for (const job of this.#sent.values()) calls.push(...job.calls);
+    for (const call of calls) if (!call.done()) this.cancel(call);
+  }
+
+  #checkIdle(): void {
+    if (this.#onIdle !== null && this.#live === 0) {
+      const resolve = this.#onIdle;
+      this.#onIdle = null;
+      resolve();
+    }
+  }
+
+  async #close(): Promise<void> {
+    this.#closing = true;
+    if (this.#downTimer !== null) clearTimeout(this.#downTimer);
+    for (const timer of this.#probes.values()) clearTimeout(timer);
+    this.#probes.clear();
+    const reader = this.#reader;
+    this.#reader = null;
+    reader?.disconnect();
+    const port = this.#port;
+    if (port === null) return;
+    const client = this.#client;
+    const connected = client !== null && client.status === 'ready';
+    if (connected) await client.call('DEL', this.#keys.results(this.id)).catch(() => undefined);
+    await port.close(!connected).catch(() => undefined);
+  }
+}

@@ -1,0 +1,509 @@
+/**
+ * The worker's side of `serveBullMQ` (src/bullmq.ts hands it each BullMQ job): it runs a job's
+ * calls one after the other, imports only modules on the allow list, reports each call's outcome
+ * to its executor's stream, and stops a call whose caller cancelled it.
+ *
+ * A job's calls run in order, each to its end (an async call is awaited, a coroutine runs as a
+ * Task of the worker's loop), like one thread of a pool: the executor packs a job with about
+ * 10 ms of work, so a job of many calls is a job of tiny ones. Synchronous calls run back to back
+ * for up to SLICE_MS, then the runner lets the event loop turn, so BullMQ renews its locks, cancel
+ * requests arrive, and outcomes go out.
+ *
+ * Outcomes that end in the same turn go out as one entry (see bullmq-wire.ts). A job run again
+ * — its worker died, BullMQ retries it, or it was handed back — skips the calls its bitmaps mark
+ * done or cancelled. A call that throws fails its caller's future on the job's last attempt;
+ * before that the job fails as a whole after its other calls ran, and BullMQ retries it (with its
+ * backoff), running again only the calls that failed.
+ */
+import { performance } from 'node:perf_hooks';
+import { resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { EventLoop } from '../base-events.js';
+import { _isThenable, isCoroutine, type Coroutine } from '../coroutines.js';
+import { CancelledError, RuntimeError } from '../exceptions.js';
+import { _jobContext, _runAsJob, type JobSignalSource } from '../job-signal.js';
+import { logger } from '../log.js';
+import { typeName } from './format.js';
+import { isModuleSpecifier, moduleUrlOf, normalizeSpecifier, quoteName, shortName } from './module-ref.js';
+import { importUserModule } from './ts-loader.js';
+import { fromWire } from './wire.js';
+import {
+  OUTCOME_ERROR,
+  OUTCOME_JOB_ERROR,
+  OUTCOME_VALUE,
+  appendOutcomes,
+  decodeRequest,
+  encodeOutcomes,
+  report,
+  wireFailure,
+  wireValue,
+  type JobRequest,
+  type Outcome,
+  type QueueKeys,
+  type RedisLike,
+} from './bullmq-wire.js';
+
+/** Synchronous calls run back to back for this long before the event loop gets a turn. */
+const SLICE_MS = 5;
+/** Cancel requests for calls this process does not run (yet) are remembered, this many. */
+const RECENT_CANCELS = 10_000;
+
+/** What the runner needs of a BullMQ job. */
+export interface JobLike {
+  readonly id?: string | undefined;
+  /** The id of the executor that sent it. */
+  readonly name: string;
+  readonly data: unknown;
+  readonly attemptsMade: number;
+  readonly attemptsStarted: number;
+  readonly opts: { readonly attempts?: number | undefined };
+}
+
+/** How a job ended in this process. */
+export type JobEnd = 'done' | 'handed-back';
+
+/**
+ * The modules a worker may import, as given (`./jobs/math.js`, `@acme/jobs`, a `file:` URL or
+ * an absolute path), in the form jobs are compared in; a TypeError naming the entry otherwise.
+ *
+ * @example
+ * ```ts
+ * const allowed = allowList(['./jobs/math.js'], 'serveBullMQ()'); // Set { './jobs/math.js' }
+ * ```
+ */
+export function allowList(allow: unknown, caller: string): Set<string> {
+  if (!Array.isArray(allow)) throw new TypeError(`${caller}: options.allow must be an array of module specifiers, got ${typeName(allow)}`);
+  const allowed = new Set<string>();
+  allow.forEach((entry: unknown, i) => {
+    if (isModuleSpecifier(entry)) allowed.add(normalizeSpecifier(entry));
+    else if (entry instanceof URL || (typeof entry === 'string' && entry !== '' && !entry.includes('\0'))) {
+      try {
+        allowed.add(moduleUrlOf(entry, caller));
+      } catch {
+        throw new TypeError(`${caller}: options.allow[${i}] must be a module specifier (a package name or a ./relative path), a file: URL or an absolute path, got ${quoteName(String(entry))}`);
+      }
+    } else {
+      throw new TypeError(`${caller}: options.allow[${i}] must be a module specifier (a package name or a ./relative path), a file: URL or an absolute path, got ${typeName(entry)}`);
+    }
+  });
+  return allowed;
+}
+
+/** A call running here: the source of its `jobSignal()`. */
+class RunningCall implements JobSignalSource {
+  #controller: AbortController | null = null;
+  #aborted = false;
+
+  signal(): AbortSignal {
+    if (this.#controller === null) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(new CancelledError('the caller cancelled the job'));
+    }
+    return this.#controller.signal;
+  }
+
+  abort(): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#controller?.abort(new CancelledError('the caller cancelled the job'));
+  }
+}
+
+/** Outcomes of one job waiting to go out, and the writes that carry them. */
+class Reporter {
+  readonly #client: RedisLike;
+  readonly #keys: QueueKeys;
+  readonly #jobId: string;
+  readonly #stream: string;
+  readonly #describe: (index: number) => string;
+  #pending: Outcome[] = [];
+  #scheduled = false;
+  /** The last write, so the final one follows it. */
+  #last: Promise<void> = Promise.resolve();
+  /** Whether a bitmap of this job may exist (several calls, or a run after the first). */
+  readonly #bitmaps: boolean;
+
+  constructor(client: RedisLike, keys: QueueKeys, executorId: string, jobId: string, bitmaps: boolean, describe: (index: number) => string) {
+    this.#client = client;
+    this.#keys = keys;
+    this.#jobId = jobId;
+    this.#stream = keys.results(executorId);
+    this.#bitmaps = bitmaps;
+    this.#describe = describe;
+  }
+
+  /**
+   * Send `outcome` once the event loop turns (outcomes ending meanwhile travel with it); with
+   * `last`, with the final flush that follows at once.
+   */
+  add(outcome: Outcome, last: boolean): void {
+    this.#pending.push(outcome);
+    if (last || this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#last = this.#last.then(() => this.#write(false));
+      // A write that fails here fails the final flush, which awaits it.
+      this.#last.catch(() => undefined);
+    });
+  }
+
+  /** Send what waits; `final` also drops the job's bitmaps (its calls are all accounted for). */
+  async flush(final: boolean): Promise<void> {
+    const previous = this.#last;
+    this.#last = previous.then(() => this.#write(final));
+    await this.#last;
+  }
+
+  async #write(final: boolean): Promise<void> {
+    const outcomes = this.#pending;
+    this.#pending = [];
+    const done = this.#keys.done(this.#jobId);
+    const cancelled = this.#keys.cancelled(this.#jobId);
+    if (outcomes.length === 0) {
+      if (final && this.#bitmaps) await this.#client.call('DEL', done, cancelled);
+      return;
+    }
+    const entry = encodeOutcomes(this.#jobId, outcomes, this.#describe);
+    if (final && !this.#bitmaps) {
+      // A job of one call on its first run (the common lone call): no bitmap to drop, so two
+      // plain commands written back to back do what the script does, for less of Redis's time.
+      await appendOutcomes(this.#client, this.#stream, entry);
+      return;
+    }
+    await report(
+      this.#client,
+      this.#stream,
+      done,
+      cancelled,
+      entry,
+      final,
+      outcomes.map((outcome) => outcome[0]),
+    );
+  }
+}
+
+/** Whether bit `index` of a Redis bitmap (a GET of it) is set. */
+function bitSet(bitmap: Buffer | null, index: number): boolean {
+  if (bitmap === null) return false;
+  const byte = index >> 3;
+  return byte < bitmap.length && ((bitmap[byte] as number) & (0x80 >> (index & 7))) !== 0;
+}
+
+/** A job being processed here: its running call, and the calls cancelled while it runs. */
+interface JobState {
+  readonly skip: Set<number>;
+}
+
+/** The settings of a runner. */
+export interface RunnerOptions {
+  readonly keys: QueueKeys;
+  /** The modules jobs may name (see `allowList`). */
+  readonly allow: ReadonlySet<string>;
+  /** The directory `./relative` specifiers resolve against. */
+  readonly root: string;
+  /** The loop coroutine jobs run in. */
+  readonly loop: EventLoop;
+}
+
+/** Runs the calls of BullMQ jobs in this process. */
+export class JobRunner {
+  readonly #keys: QueueKeys;
+  readonly #allow: ReadonlySet<string>;
+  readonly #rootUrl: string;
+  readonly #loop: EventLoop;
+  #client: RedisLike | null = null;
+
+  /** Functions resolved, by `exportName \0 module`; modules imported, by module. */
+  readonly #functions = new Map<string, (...args: unknown[]) => unknown>();
+  readonly #modules = new Map<string, Promise<Record<string, unknown>>>();
+
+  /** Calls running here, by `jobId index`. */
+  readonly #running = new Map<string, RunningCall>();
+  /** Jobs being processed here, by id. */
+  readonly #jobs = new Map<string, JobState>();
+  /** Cancel requests for calls not running here, `jobId index`, oldest first. */
+  readonly #recentCancels = new Set<string>();
+  /** Jobs whose every call this process accounted for, so a 'failed' event need not report them. */
+  readonly #reported = new Set<string>();
+
+  /** Set by `stopStarting()`: no call starts any more, jobs with calls left are handed back. */
+  #stopping = false;
+  /** Resolves when running calls are abandoned (`handBack()`). */
+  #handBack: () => void = () => undefined;
+  readonly #handedBack: Promise<'handed-back'>;
+
+  constructor(options: RunnerOptions) {
+    this.#keys = options.keys;
+    this.#allow = options.allow;
+    this.#rootUrl = pathToFileURL(resolvePath(options.root) + '/').href;
+    this.#loop = options.loop;
+    this.#handedBack = new Promise((resolve) => {
+      this.#handBack = () => resolve('handed-back');
+    });
+  }
+
+  /** Use `client` for reports and bitmaps. */
+  attach(client: RedisLike): void {
+    this.#client = client;
+  }
+
+  /** A cancel request arrived on the cancel channel: `<jobId> <index>`. */
+  cancelRequested(message: string): void {
+    const running = this.#running.get(message);
+    if (running !== undefined) {
+      running.abort();
+      return;
+    }
+    const space = message.lastIndexOf(' ');
+    const job = this.#jobs.get(message.slice(0, space));
+    if (job !== undefined) job.skip.add(Number(message.slice(space + 1)));
+    this.#recentCancels.add(message);
+    if (this.#recentCancels.size > RECENT_CANCELS) {
+      const oldest = this.#recentCancels.values().next().value as string;
+      this.#recentCancels.delete(oldest);
+    }
+  }
+
+  /** Start no more calls: jobs with calls left end as 'handed-back' once their running call ended. */
+  stopStarting(): void {
+    this.#stopping = true;
+  }
+
+  /** Stop waiting for running calls: their jobs end as 'handed-back' now (their outcomes are dropped). */
+  handBack(): void {
+    this.#stopping = true;
+    for (const call of this.#running.values()) call.abort();
+    this.#handBack();
+  }
+
+  /**
+   * Run the calls of `job`; resolves 'done' once every call's outcome went out, 'handed-back'
+   * when the runner stopped before (the caller moves the job back to wait). Throws to have
+   * BullMQ retry the job when calls failed on an attempt before its last.
+   */
+  async process(job: JobLike): Promise<JobEnd> {
+    const client = this.#client as RedisLike;
+    const jobId = String(job.id);
+    let request: JobRequest;
+    try {
+      request = decodeRequest(job.data);
+    } catch (error) {
+      await this.#reportJobError(job.name, jobId, error);
+      return 'done';
+    }
+    const count = request.at.length;
+    const rerun = job.attemptsStarted > 1;
+    const bitmaps = count > 1 || rerun;
+    let done: Buffer | null = null;
+    let cancelled: Buffer | null = null;
+    if (bitmaps) {
+      [done, cancelled] = (await Promise.all([
+        client.callBuffer('GET', this.#keys.done(jobId)),
+        client.callBuffer('GET', this.#keys.cancelled(jobId)),
+      ])) as [Buffer | null, Buffer | null];
+    }
+    const final = job.attemptsMade + 1 >= Math.max(1, job.opts.attempts ?? 1);
+    const describe = (index: number): string => this.#describe(request, index);
+    const reporter = new Reporter(client, this.#keys, job.name, jobId, bitmaps, describe);
+    const state: JobState = { skip: new Set() };
+    this.#jobs.set(jobId, state);
+    let failed = 0;
+    let left = 0;
+    let handedBack = false;
+    try {
+      let sliceEnd = performance.now() + SLICE_MS;
+      for (let i = 0; i < count; i++) {
+        if (bitSet(done, i) || bitSet(cancelled, i)) continue;
+        if (performance.now() > sliceEnd) {
+          await new Promise((resolve) => setImmediate(resolve));
+          sliceEnd = performance.now() + SLICE_MS;
+        }
+        const key = `${jobId} ${i}`;
+        if (state.skip.has(i) || this.#recentCancels.has(key)) continue;
+        if (this.#stopping) {
+          left++;
+          continue;
+        }
+        let outcome = this.#run(request, i, key);
+        if (!Array.isArray(outcome)) {
+          const ended = await Promise.race([outcome, this.#handedBack]);
+          if (ended === 'handed-back') {
+            handedBack = true;
+            left++;
+            continue;
+          }
+          outcome = ended;
+        }
+        if (outcome[1] === OUTCOME_ERROR && !final) failed++;
+        else reporter.add(outcome, i === count - 1);
+      }
+    } finally {
+      this.#jobs.delete(jobId);
+    }
+    if (handedBack || left > 0) {
+      await reporter.flush(false);
+      return 'handed-back';
+    }
+    if (failed > 0) {
+      await reporter.flush(false);
+      throw new RuntimeError(`${failed} of the ${count} calls of job ${jobId} failed; BullMQ runs them again (attempt ${job.attemptsMade + 2})`);
+    }
+    this.#reported.add(jobId);
+    if (this.#reported.size > RECENT_CANCELS) this.#reported.delete(this.#reported.values().next().value as string);
+    await reporter.flush(true);
+    return 'done';
+  }
+
+  /**
+   * BullMQ failed `job` for good without its calls' outcomes (it stalled too often, or a retry
+   * ran out of attempts): its caller's calls fail with `error`.
+   */
+  jobFailed(job: JobLike | undefined, error: Error, final: boolean): void {
+    if (job === undefined || !final || this.#reported.has(String(job.id))) return;
+    const failure = new RuntimeError(`BullMQ failed job ${String(job.id)}: ${error.message}`, { cause: error });
+    this.#reportJobError(job.name, String(job.id), failure).catch((reason: unknown) =>
+      logger.error(`serveBullMQ: cannot report the failure of job ${String(job.id)}`, reason),
+    );
+  }
+
+  async #reportJobError(executorId: string, jobId: string, error: unknown): Promise<void> {
+    const client = this.#client as RedisLike;
+    const outcome: Outcome = [-1, OUTCOME_JOB_ERROR, wireFailure(error), 0];
+    const entry = encodeOutcomes(jobId, [outcome], () => `job ${jobId}`);
+    await report(client, this.#keys.results(executorId), this.#keys.done(jobId), this.#keys.cancelled(jobId), entry, true, []);
+  }
+
+  #describe(request: JobRequest, index: number): string {
+    const at = request.at[index] as number;
+    return `${shortName(String(request.fns[at * 2 + 1]))} of ${String(request.fns[at * 2])}`;
+  }
+
+  /** Run call `index`: its outcome at once when it ended synchronously, else a promise of it. */
+  #run(request: JobRequest, index: number, key: string): Outcome | Promise<Outcome> {
+    const at = request.at[index] as number;
+    const spec = request.fns[at * 2];
+    const exportName = request.fns[at * 2 + 1];
+    if (typeof spec !== 'string' || typeof exportName !== 'string') {
+      return [index, OUTCOME_ERROR, wireFailure(new TypeError('the job names its function wrongly')), 0];
+    }
+    const fn = this.#functions.get(`${exportName}\0${spec}`);
+    if (fn !== undefined) return this.#invoke(fn, request, index, key, exportName, spec);
+    return this.#resolve(spec, exportName).then(
+      (resolved) => this.#invoke(resolved, request, index, key, exportName, spec),
+      (error: unknown): Outcome => [index, OUTCOME_ERROR, wireFailure(error), 0],
+    );
+  }
+
+  /** Import `spec` when it is on the allow list, and find its export `exportName`. */
+  async #resolve(spec: string, exportName: string): Promise<(...args: unknown[]) => unknown> {
+    const what = `${shortName(exportName)} of ${spec}`;
+    const normalized = isModuleSpecifier(spec) ? normalizeSpecifier(spec) : spec;
+    if (!this.#allow.has(normalized)) {
+      throw new RuntimeError(
+        `this worker does not run ${what}: the module ${quoteName(spec)} is not on its allow list (serveBullMQ's allow, the worker command's --allow), so it was not imported`,
+      );
+    }
+    let loading = this.#modules.get(normalized);
+    if (loading === undefined) {
+      loading = this.#import(normalized, what);
+      this.#modules.set(normalized, loading);
+      // A module that failed to load is tried again by the next job (it may have been deployed since).
+      loading.catch(() => this.#modules.delete(normalized));
+    }
+    const namespace = await loading;
+    if (!Object.hasOwn(namespace, exportName)) {
+      throw new TypeError(`cannot run ${what}: the module has no export named ${quoteName(exportName)}`);
+    }
+    const fn = namespace[exportName];
+    if (typeof fn !== 'function') throw new TypeError(`cannot run ${what}: the export is not a function (it is ${typeName(fn)})`);
+    this.#functions.set(`${exportName}\0${spec}`, fn as (...args: unknown[]) => unknown);
+    return fn as (...args: unknown[]) => unknown;
+  }
+
+  async #import(spec: string, what: string): Promise<Record<string, unknown>> {
+    const url = spec.startsWith('file:') ? spec : spec.startsWith('.') ? new URL(spec, this.#rootUrl).href : null;
+    try {
+      if (url !== null) return await importUserModule(url);
+      return (await import(spec)) as Record<string, unknown>;
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      const target = url ?? spec;
+      const message = String((error as Error | null)?.message);
+      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'ERR_UNSUPPORTED_DIR_IMPORT') && (message.includes(target.replace(/^file:\/\//, '')) || message.includes(`'${spec}'`))) {
+        const missing = new Error(`cannot run ${what}: the module was not found${url === null ? '' : ` (${url})`}`, { cause: error });
+        (missing as Error & { code: unknown }).code = code;
+        throw missing;
+      }
+      throw error;
+    }
+  }
+
+  #invoke(
+    fn: (...args: unknown[]) => unknown,
+    request: JobRequest,
+    index: number,
+    key: string,
+    exportName: string,
+    spec: string,
+  ): Outcome | Promise<Outcome> {
+    const raw = request.args[index];
+    const args = Array.isArray(raw) ? raw : [];
+    const call = new RunningCall();
+    this.#running.set(key, call);
+    const started = performance.now();
+    let result: unknown;
+    try {
+      for (let i = 0; i < args.length; i++) {
+        const arg: unknown = args[i];
+        if (typeof arg === 'object' && arg !== null) args[i] = fromWire(arg);
+      }
+      result = _runAsJob(call, () => fn(...args));
+    } catch (error) {
+      this.#running.delete(key);
+      return [index, OUTCOME_ERROR, wireFailure(error), performance.now() - started];
+    }
+    if (isCoroutine(result)) result = this.#runTask(result, call);
+    else if (!_isThenable(result)) {
+      this.#running.delete(key);
+      return this.#valueOutcome(index, result, performance.now() - started, exportName, spec);
+    }
+    return Promise.resolve(result).then(
+      (value) => {
+        this.#running.delete(key);
+        return this.#valueOutcome(index, value, performance.now() - started, exportName, spec);
+      },
+      (error: unknown): Outcome => {
+        this.#running.delete(key);
+        return [index, OUTCOME_ERROR, wireFailure(error), performance.now() - started];
+      },
+    );
+  }
+
+  #valueOutcome(index: number, value: unknown, ms: number, exportName: string, spec: string): Outcome {
+    try {
+      return [index, OUTCOME_VALUE, wireValue(value, `${shortName(exportName)} of ${spec}`), ms];
+    } catch (error) {
+      return [index, OUTCOME_ERROR, wireFailure(error), ms];
+    }
+  }
+
+  /** Run a coroutine job as a Task of the worker's loop, in a context where `jobSignal()` finds `call`. */
+  #runTask(coro: Coroutine<unknown>, call: RunningCall): Promise<unknown> {
+    const loop = this.#loop;
+    return new Promise((resolve, reject) => {
+      loop.callSoonThreadsafe(() => {
+        const task = loop.createTask(coro, { context: _jobContext(call) });
+        task.addDoneCallback((ended) => {
+          if (ended.cancelled()) {
+            reject(new CancelledError('the job\'s task was cancelled'));
+            return;
+          }
+          const error = ended.exception();
+          if (error !== null) reject(error);
+          else resolve(ended.result());
+        });
+      });
+    });
+  }
+}

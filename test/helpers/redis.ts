@@ -1,0 +1,175 @@
+/**
+ * Real Redis servers and real `multiloop worker` processes for the distributed (BullMQ) suites:
+ * Debian's redis-server on a free 127.0.0.1 port with persistence off, and node running the
+ * built worker entry (dist/src/cli-worker-main.js) from the repository's root.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository's root: workers resolve `./test/fixtures/...` from there. */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const WORKER_ENTRY = join(ROOT, 'dist/src/cli-worker-main.js');
+
+/** Resolve after `ms` milliseconds. */
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Wait until `condition()` holds, checking every 20 ms; fails with `what` after `limitMs`. */
+export async function until(condition: () => boolean | Promise<boolean>, what: string, limitMs = 15_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await delay(20);
+  }
+}
+
+/** A free TCP port of 127.0.0.1 (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** A redis-server this test started: stop it, start it again on the same port. */
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  /** Start it (again) on its port, persistence off: empty. */
+  start(): Promise<void>;
+  /** Kill it (SIGKILL: an outage, not a shutdown) and wait until it is gone. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Start a redis-server on a free port of 127.0.0.1 with persistence off.
+ *
+ * @example
+ * ```ts
+ * const redis = await startRedis();
+ * afterAll(() => redis.kill());
+ * ```
+ */
+export async function startRedis(): Promise<RedisServer> {
+  const port = await freePort();
+  let child: ChildProcess | null = null;
+  const server: RedisServer = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tmpdir()], {
+        stdio: 'ignore',
+      });
+      child = started;
+      await until(async () => {
+        if (started.exitCode !== null) throw new Error(`redis-server exited with ${started.exitCode}`);
+        return accepts(port);
+      }, `redis-server listens on port ${port}`);
+    },
+    async kill() {
+      const running = child;
+      child = null;
+      if (running === null || running.exitCode !== null) return;
+      const exited = new Promise((resolve) => running.once('exit', resolve));
+      running.kill('SIGKILL');
+      await exited;
+    },
+  };
+  await server.start();
+  return server;
+}
+
+/** A `multiloop worker` process this test started. */
+export interface WorkerProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** Everything it printed so far. */
+  output(): string;
+  /** Resolves with its exit code (or signal) once it ended. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Start `node dist/src/cli-worker-main.js --redis <url> <args>` in the repository's root and
+ * wait until it serves; it is SIGKILLed after 60 s at the latest.
+ *
+ * @example
+ * ```ts
+ * const worker = await startWorker(redis.url, ['--queue', 'q1', '--allow', './test/fixtures/bullmq-jobs.mjs']);
+ * ```
+ */
+export async function startWorker(url: string, args: readonly string[], env?: Record<string, string>): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, [WORKER_ENTRY, '--redis', url, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => {
+      clearTimeout(guard);
+      resolve({ code, signal });
+    }),
+  );
+  let ended = false;
+  void exited.then(() => (ended = true));
+  await until(() => {
+    if (ended) throw new Error(`the worker exited before serving:\n${output}`);
+    return output.includes('multiloop worker: serving');
+  }, 'the worker serves');
+  return { child, pid: child.pid as number, output: () => output, exited };
+}
+
+/** SIGKILL the worker (if it still runs) and wait for its end. */
+export async function killWorker(worker: WorkerProcess): Promise<void> {
+  if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+  await worker.exited;
+}
+
+/** A fresh temporary directory for marker files, removed by the returned function. */
+export function markerDir(): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'multiloop-bullmq-'));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Run `redis-cli -p <port> ...args` (it comes with redis-server) and return its output.
+ *
+ * @example
+ * ```ts
+ * redisCli(redis.port, 'KEYS', 'bull:main:*'); // one key a line
+ * ```
+ */
+export function redisCli(port: number, ...args: string[]): string {
+  return execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' }).trim();
+}
+
+/** The ids of the BullMQ jobs of executors in `queue` that Redis holds now. */
+export function jobsInRedis(port: number, queue: string): string[] {
+  const keys = redisCli(port, 'KEYS', `bull:${queue}:[0-9a-f]*-[0-9]*`);
+  return keys === '' ? [] : keys.split('\n').filter((key) => /^bull:[^:]+:[0-9a-f]+-\d+$/.test(key));
+}
