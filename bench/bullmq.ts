@@ -23,7 +23,7 @@ const LATENCY_ROUNDS = 20;
 const LATENCY_WARM_UP = 2000;
 /** The repository's root, from bench/ or dist/bench/: workers resolve the job module from there. */
 const ROOT = fileURLToPath(new URL(import.meta.url.includes('/dist/') ? '../../' : '../', import.meta.url));
-const WORKER = `${ROOT}dist/src/cli-worker-main.js`;
+const WORKER = `${ROOT}dist/bin/multiloop.js`;
 const RAW_WORKER = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../dist/bench/fixtures/bullmq-raw-worker.js' : './fixtures/bullmq-raw-worker.js', import.meta.url));
 const JOBS = './test/fixtures/pool-math.mjs';
 const add = workerFn<[number, number], number>(JOBS, 'add');
@@ -196,7 +196,7 @@ export async function bullmqWorkloads(log: (line: string) => void): Promise<Row[
   const children: ChildProcess[] = [];
   const loop = newEventLoop();
   try {
-    const workerArgs = ['--redis', url, '--queue', 'bench-multiloop', '--allow', JOBS, '--concurrency', '16'];
+    const workerArgs = ['worker', '--redis', url, '--queue', 'bench-multiloop', '--allow', JOBS, '--concurrency', '16'];
     children.push(...(await Promise.all([1, 2].map(() => startProcess(WORKER, workerArgs, 'serving')))));
     children.push(...(await Promise.all([1, 2].map(() => startProcess(RAW_WORKER, [String(port), 'bench-raw'], 'ready')))));
     const executor = new BullMQExecutor({ connection: url, queue: 'bench-multiloop' });

@@ -3,4 +3,5 @@
 import { fileURLToPath } from 'node:url';
 import { runCommand } from '../src/cli.js';
 
-process.exitCode = await runCommand(process.argv.slice(2), fileURLToPath(import.meta.url));
+// Ended here: a worker's Redis connections, once closed, must not hold the process a moment longer.
+process.exit(await runCommand(process.argv.slice(2), fileURLToPath(import.meta.url)));

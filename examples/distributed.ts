@@ -30,7 +30,7 @@ const JOBS = 10_000;
 const KILL_AFTER = 2_500;
 /** Workers resolve `./jobs/score.js` from the directory of this (built) example. */
 const ROOT = fileURLToPath(new URL('.', import.meta.url));
-const WORKER = fileURLToPath(new URL('../src/cli-worker-main.js', import.meta.url));
+const WORKER = fileURLToPath(new URL('../bin/multiloop.js', import.meta.url));
 const score = workerFn<[number], { i: number; checksum: number; pid: number }>('./jobs/score.js', 'score');
 
 function freePort(): Promise<number> {
@@ -63,7 +63,7 @@ function* startRedis(port: number): Coroutine<Process> {
 function* startWorker(url: string): Coroutine<Process> {
   const worker = yield* createSubprocessExec(
     process.execPath,
-    [WORKER, '--redis', url, '--root', ROOT, '--allow', './jobs/score.js', '--lock-duration', '2000', '--stalled-interval', '500'],
+    [WORKER, 'worker', '--redis', url, '--root', ROOT, '--allow', './jobs/score.js', '--lock-duration', '2000', '--stalled-interval', '500'],
     { stdout: PIPE },
   );
   yield* (worker.stdout as NonNullable<Process['stdout']>).readline();

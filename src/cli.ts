@@ -1,5 +1,6 @@
 /**
- * The `multiloop` command: `multiloop ps <pid>` and `multiloop pstree <pid>` print the tasks of
+ * The `multiloop` command: `multiloop worker ...` serves a BullMQExecutor's jobs (cli-worker.ts);
+ * `multiloop ps <pid>` and `multiloop pstree <pid>` print the tasks of
  * another Node process on this machine that imports multiloop (asyncio 3.14's `python -m asyncio
  * ps/pstree`), without restarting it. The process's inspector is opened on demand (as SIGUSR1
  * does, on 127.0.0.1), asked through its own copy of multiloop, and closed again; the process
@@ -11,6 +12,7 @@ import { formatTable, type ProcessSnapshot } from './ps.js';
 
 const USAGE = `usage: multiloop ps <pid> [--port N]      the tasks of every loop in every thread of process <pid>
        multiloop pstree <pid> [--port N]  the same, as a tree of who awaits whom
+       multiloop worker --allow SPEC ...  serve jobs of a BullMQExecutor (multiloop worker --help)
   --port N  the inspector port of that process (default: its --inspect-port, else 9229)`;
 
 /** A failure the command reports in one line, with the exit code it ends with. */
@@ -172,7 +174,8 @@ function parsePid(text: string | undefined): number {
  * ```
  */
 export async function runCommand(argv: string[], script: string): Promise<number> {
-  if (typeof globalThis.WebSocket !== 'undefined') return main(argv);
+  // Only ps and pstree speak to an inspector; a worker runs here (its signals are its own).
+  if (typeof globalThis.WebSocket !== 'undefined' || (argv[0] !== 'ps' && argv[0] !== 'pstree')) return main(argv);
   const again = spawnSync(process.execPath, ['--experimental-websocket', '--no-warnings', script, ...argv], { stdio: 'inherit' });
   return again.status ?? 1;
 }
@@ -191,6 +194,10 @@ export async function main(argv: string[]): Promise<number> {
     if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
       console.log(USAGE);
       return command === undefined ? 2 : 0;
+    }
+    if (command === 'worker') {
+      const { workerCommand } = await import('./cli-worker.js');
+      return await workerCommand(rest);
     }
     if (command === 'ps' || command === 'pstree') {
       let port: number | null = null;

@@ -451,14 +451,14 @@ describe('BullMQ bad input', () => {
   });
 
   it('the worker command explains its usage', () => {
-    const entry = join(ROOT, 'dist/src/cli-worker-main.js');
-    const help = spawnSync(process.execPath, [entry, '--help'], { encoding: 'utf8' });
+    const entry = join(ROOT, 'dist/bin/multiloop.js');
+    const help = spawnSync(process.execPath, [entry, 'worker', '--help'], { encoding: 'utf8' });
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^Usage: multiloop worker --allow SPEC/);
-    const missing = spawnSync(process.execPath, [entry, '--queue', 'q'], { encoding: 'utf8' });
+    const missing = spawnSync(process.execPath, [entry, 'worker', '--queue', 'q'], { encoding: 'utf8' });
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/^multiloop worker: --allow is required/);
-    const unknown = spawnSync(process.execPath, [entry, '--allow', 'x', '--bogus'], { encoding: 'utf8' });
+    const unknown = spawnSync(process.execPath, [entry, 'worker', '--allow', 'x', '--bogus'], { encoding: 'utf8' });
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toMatch(/^multiloop worker: unknown option "--bogus"/);
   });

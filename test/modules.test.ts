@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 
 const dist = fileURLToPath(new URL('../dist/src/', import.meta.url));
 /** Modules that only make sense inside their worker (they run on import). */
-const workerOnly = new Set(['internal/ts-hooks.js', 'cli-worker-main.js']);
+const workerOnly = new Set(['internal/ts-hooks.js']);
 const modules = [
   ...readdirSync(dist).filter((name) => name.endsWith('.js')),
   ...readdirSync(`${dist}internal`)

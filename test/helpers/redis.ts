@@ -1,7 +1,7 @@
 /**
  * Real Redis servers and real `multiloop worker` processes for the distributed (BullMQ) suites:
  * Debian's redis-server on a free 127.0.0.1 port with persistence off, and node running the
- * built worker entry (dist/src/cli-worker-main.js) from the repository's root.
+ * built command (dist/bin/multiloop.js worker) from the repository's root.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 /** The repository's root: workers resolve `./test/fixtures/...` from there. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const WORKER_ENTRY = join(ROOT, 'dist/src/cli-worker-main.js');
+const WORKER_ENTRY = join(ROOT, 'dist/bin/multiloop.js');
 
 /** Resolve after `ms` milliseconds. */
 export function delay(ms: number): Promise<void> {
@@ -111,7 +111,7 @@ export interface WorkerProcess {
 }
 
 /**
- * Start `node dist/src/cli-worker-main.js --redis <url> <args>` in the repository's root and
+ * Start `node dist/bin/multiloop.js worker --redis <url> <args>` in the repository's root and
  * wait until it serves; it is SIGKILLed after 60 s at the latest.
  *
  * @example
@@ -120,7 +120,7 @@ export interface WorkerProcess {
  * ```
  */
 export async function startWorker(url: string, args: readonly string[], env?: Record<string, string>): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [WORKER_ENTRY, '--redis', url, ...args], {
+  const child = spawn(process.execPath, [WORKER_ENTRY, 'worker', '--redis', url, ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
