@@ -10,20 +10,19 @@ import { median, type Row } from './harness.js';
 
 const ROUNDS = 9;
 
-/** Run `once` with health on and off in turn, `ROUNDS` times each after a warm-up of each; the medians. */
+/** Run `once` with health on and off in turn, `ROUNDS` times each after a warm-up of each, the first of each pair alternating; the medians. */
 async function onAndOff(once: () => Promise<number>): Promise<[on: number, off: number]> {
   const on: number[] = [];
   const off: number[] = [];
   const was = healthEnabled();
   try {
     for (let round = -1; round < ROUNDS; round++) {
-      setHealthEnabled(true);
-      const a = await once();
-      setHealthEnabled(false);
-      const b = await once();
-      if (round >= 0) {
-        on.push(a);
-        off.push(b);
+      // Which goes first alternates: the second run of a pair meets the garbage of the first.
+      const order = round % 2 === 0 ? [true, false] : [false, true];
+      for (const enabled of order) {
+        setHealthEnabled(enabled);
+        const value = await once();
+        if (round >= 0) (enabled ? on : off).push(value);
       }
     }
   } finally {
