@@ -132,9 +132,10 @@ describe('ps() and pstree() in one thread', () => {
 describe('ps() and pstree() across threads', () => {
   it('a three-thread call chain is one branch: the caller, the task serving it, and the task serving that', async () => {
     const seen = await run(
-      (function* main(): Coroutine<{ rows: TaskInfo[]; tree: string[]; graphs: string[] }> {
+      (function* main(): Coroutine<{ rows: TaskInfo[]; tree: string[]; graphs: string[]; fromWorker: string[] }> {
         const lt = yield* ensureFuture(LoopThread.start(CHAIN, { name: 'hop-1' }));
         const loop = getRunningLoop();
+        let fromWorker: string[] = [];
         const caller = loop.createTask(
           (function* calling(): Coroutine<unknown> {
             return yield* lt.call('relay', 'hop-2');
@@ -149,12 +150,15 @@ describe('ps() and pstree() across threads', () => {
         }
         const tree = shape(yield* ensureFuture(pstree()));
         const graphs = [yield* lt.call<string>('graph'), yield* lt.call<string>('graphThere')];
+        fromWorker = yield* lt.call<string[]>('psFromHere');
         caller.cancel();
         yield* lt.call('closeNext');
         yield* ensureFuture(lt.close());
-        return { rows, tree, graphs };
+        return { rows, tree, graphs, fromWorker };
       })(),
     );
+    // Asked from a worker thread, ps() sees the whole process too (the main thread takes it).
+    expect(seen.fromWorker).toEqual(['MainThread:calling()', 'MainThread:main()', 'hop-1:psFromHere()', 'hop-1:relay()', 'hop-2:hold()']);
     const caller = seen.rows.find((row) => row.name === 'calling')!;
     const relay = seen.rows.find((row) => row.coroutine === 'relay()')!;
     const hold = seen.rows.find((row) => row.coroutine === 'hold()')!;
