@@ -48,5 +48,11 @@ describe('the packed package', () => {
     expect(ran.stderr).toBe('');
     expect(ran.stdout).toBe('hello, package\n42\n');
     expect(ran.status).toBe(0);
+    // The package's command, as npx finds it.
+    const command = spawnSync(join(app, 'node_modules', '.bin', 'multiloop'), ['--help'], { cwd: app, encoding: 'utf8', timeout: 30_000 });
+    expect(command.stdout).toMatch(/^usage: multiloop ps <pid>/);
+    expect(command.status).toBe(0);
+    const worker = spawnSync(join(app, 'node_modules', '.bin', 'multiloop'), ['worker', '--help'], { cwd: app, encoding: 'utf8', timeout: 30_000 });
+    expect(worker.stdout).toMatch(/^Usage: multiloop worker --allow SPEC/);
   }, 150_000);
 });
