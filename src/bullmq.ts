@@ -13,7 +13,7 @@ import type { EventLoop } from './base-events.js';
 import { newEventLoop } from './events.js';
 import type { Executor } from './executor.js';
 import { INSPECT, repr } from './internal/format.js';
-import { CallerEngine, type AddedJob, type CallerStatistics, type QueuePort } from './internal/bullmq-caller.js';
+import { CallerEngine, type AddedJob, type QueuePort } from './internal/bullmq-caller.js';
 import { JobRunner, allowList } from './internal/bullmq-runner.js';
 import {
   DEFAULT_PREFIX,
@@ -212,7 +212,7 @@ export class BullMQExecutor implements Executor {
    * ```
    */
   statistics(): BullMQExecutorStatistics {
-    return this.#engine.statistics() satisfies CallerStatistics;
+    return this.#engine.statistics();
   }
 
   /** @internal Module specifiers are for this executor's workers to resolve (see `runInExecutor`). */

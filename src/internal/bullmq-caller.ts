@@ -21,6 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { RuntimeError } from '../exceptions.js';
 import { logger } from '../log.js';
 import { describeWorkerFn, type WorkerFn } from '../worker-fn.js';
+import type { BullMQExecutorStatistics } from '../bullmq.js';
 import { ConcurrentFuture } from './concurrent-future.js';
 import {
   KEY_TTL_SECONDS,
@@ -85,16 +86,6 @@ export interface CallerOptions {
   readonly unreachableTimeout: number;
 }
 
-/** What `BullMQExecutor.statistics()` reports. */
-export interface CallerStatistics {
-  readonly queueSize: number;
-  readonly inFlight: number;
-  readonly completed: number;
-  readonly cancelled: number;
-  readonly jobsSent: number;
-  readonly callsSent: number;
-  readonly resent: number;
-}
 
 /** The key under which run times are learnt: functions equal by module and export share them. */
 function fnKey(fn: WorkerFn): string {
@@ -308,7 +299,7 @@ export class CallerEngine {
     });
   }
 
-  statistics(): CallerStatistics {
+  statistics(): BullMQExecutorStatistics {
     let held = 0;
     for (const calls of this.#held.values()) held += calls.length;
     let inFlight = 0;
