@@ -11,7 +11,7 @@
  */
 import { RuntimeError } from './exceptions.js';
 import { Future } from './futures.js';
-import { ownerOf, remoteAwaitersOf } from './internal/awaited-by.js';
+import { remoteAwaitersOf, waiterOf } from './internal/awaited-by.js';
 import { idOf } from './internal/introspect.js';
 import { captureSuspension, suspendedAt, suspension } from './internal/suspension.js';
 import { repr } from './internal/format.js';
@@ -101,7 +101,7 @@ function buildGraph(
   seen.add(future);
   const awaitedBy: FutureCallGraph[] = [];
   for (const [callback] of future._entries()) {
-    const waiter = callback instanceof Future ? callback : typeof callback === 'function' ? ownerOf(callback) : undefined;
+    const waiter = waiterOf(callback);
     if (waiter === undefined || seen.has(waiter)) continue;
     awaitedBy.push(buildGraph(waiter, 0, limit, seen, entry));
   }

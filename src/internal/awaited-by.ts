@@ -4,7 +4,7 @@
  * and who, in another thread, awaits a task serving a call here. Call graphs read it; nothing
  * on the hot paths does.
  */
-import type { Future } from '../futures.js';
+import { Future } from '../futures.js';
 
 /** A task in another thread, as a call graph names it (the public RemoteTaskRef). */
 export interface RemoteRef {
@@ -24,6 +24,12 @@ export function awaitedThrough(callback: object, owner: Future<unknown>): void {
 /** The future or task awaiting through `callback`, or undefined. */
 export function ownerOf(callback: object): Future<unknown> | undefined {
   return owners.get(callback);
+}
+
+/** Who waits through a done-callback entry of a future: a Task waiting on it directly, or the owner of a callback. */
+export function waiterOf(entry: unknown): Future<unknown> | undefined {
+  if (entry instanceof Future) return entry;
+  return typeof entry === 'function' ? owners.get(entry) : undefined;
 }
 
 let remote: (future: Future<unknown>) => RemoteRef[] = () => [];

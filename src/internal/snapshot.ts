@@ -10,7 +10,7 @@ import type { EventLoop } from '../base-events.js';
 import { Future } from '../futures.js';
 import { TimerHandle } from '../handles.js';
 import { Task } from '../task.js';
-import { ownerOf } from './awaited-by.js';
+import { waiterOf } from './awaited-by.js';
 import { ConcurrentFuture } from './concurrent-future.js';
 import { repr } from './format.js';
 import { generatorName } from './generators.js';
@@ -77,7 +77,7 @@ export interface ThreadSnapshot {
 /** The tasks awaiting `future` in this thread: directly, or through gathers, shields and TaskGroups. */
 function awaitingTasks(future: Future<unknown>, found: Set<number>, seen: Set<Future<unknown>>): void {
   for (const [callback] of future._entries()) {
-    const waiter = callback instanceof Future ? callback : typeof callback === 'function' ? ownerOf(callback) : undefined;
+    const waiter = waiterOf(callback);
     if (waiter === undefined || seen.has(waiter)) continue;
     seen.add(waiter);
     if (waiter instanceof Task) found.add(idOf(waiter));
