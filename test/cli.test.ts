@@ -5,9 +5,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from './helpers/io.js';
 
 const CLI = fileURLToPath(new URL('../dist/bin/multiloop.js', import.meta.url));
 const TARGET = fileURLToPath(new URL('./fixtures/ps-target.mjs', import.meta.url));
@@ -16,17 +16,6 @@ const started: ChildProcess[] = [];
 afterEach(() => {
   for (const child of started.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
 });
-
-/** A TCP port free right now on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 /** Start `args` with node; resolve once it printed `ready <pid>` (or at once when `ready` is false). */
 async function startNode(args: string[], ready = true): Promise<{ child: ChildProcess; output: () => string }> {

@@ -35,3 +35,15 @@ export async function nodeServer(serve: (socket: Socket) => void): Promise<{ ser
 export function* until(done: () => boolean): Coroutine<void> {
   for (let i = 0; i < 400 && !done(); i++) yield* sleep(0.005);
 }
+
+/** A TCP port of 127.0.0.1 free right now (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}

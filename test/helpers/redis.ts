@@ -5,10 +5,13 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './io.js';
+
+export { freePort };
 
 /** The repository's root: workers resolve `./test/fixtures/...` from there. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -26,18 +29,6 @@ export async function until(condition: () => boolean | Promise<boolean>, what: s
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await delay(20);
   }
-}
-
-/** A free TCP port of 127.0.0.1 (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Whether something accepts TCP connections on 127.0.0.1:`port`. */
