@@ -11,8 +11,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './io.js';
 
-export { freePort };
-
 /** The repository's root: workers resolve `./test/fixtures/...` from there. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WORKER_ENTRY = join(ROOT, 'dist/bin/multiloop.js');
