@@ -15,6 +15,7 @@ import type { Coroutine } from '../src/coroutines.js';
 import { newEventLoop } from '../src/events.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
+import { decodeOutcomes, decodeRequest, encodeOutcomes, encodeRequest, jsonExact, type JobRequest } from '../src/internal/bullmq-wire.js';
 import { registerClass } from '../src/transfer.js';
 import { workerFn } from '../src/worker-fn.js';
 import { Point, QuotaError } from './fixtures/geometry.mjs';
@@ -153,6 +154,30 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
       expect(kinds.big).toBe(2n ** 70n);
       expect(kinds.nested).toEqual({ list: [null, undefined, -0, NaN] });
       expect(kinds.point).toBeInstanceOf(Point);
+    });
+
+    it('gives back exactly the primitives and arrays JSON would change (-0, NaN, holes, undefined, lone surrogates)', async () => {
+      const made = executor();
+      const sparse = [1, 2, 3];
+      delete sparse[1];
+      const tagged = Object.assign([1, 2], { tag: 'x' });
+      const [negZero, nan, hole, nothing, surrogate, plain, withTag] = await Promise.all([
+        resultOf(made.submit(echo, -0)),
+        resultOf(made.submit(echo, NaN)),
+        resultOf(made.submit(echo, sparse)),
+        resultOf(made.submit(echo, undefined)),
+        resultOf(made.submit(echo, 'a\ud800b')),
+        resultOf(made.submit(echo, [1, 'two', [true, null], 2.5e-300])),
+        resultOf(made.submit(echo, tagged)),
+      ]);
+      expect(Object.is(negZero, -0)).toBe(true);
+      expect(nan).toBeNaN();
+      expect(1 in (hole as unknown[])).toBe(false);
+      expect((hole as unknown[]).length).toBe(3);
+      expect(nothing).toBeUndefined();
+      expect(surrogate).toBe('a\ud800b');
+      expect(plain).toEqual([1, 'two', [true, null], 2.5e-300]);
+      expect((withTag as { tag?: string }).tag).toBe('x');
     });
 
     it('runs async functions and coroutine functions (in a loop of the worker)', async () => {
@@ -406,6 +431,49 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
       await worker.closed;
       await worker.close();
     });
+  });
+});
+
+describe('BullMQ wire: the JSON path for requests and outcomes', () => {
+  /** [1, <hole>, 3]. */
+  const holed = (): number[] => {
+    const array = [1, 2, 3];
+    delete array[1];
+    return array;
+  };
+  /** A request as a worker reads it: through the JSON BullMQ writes. */
+  const overJson = (request: JobRequest): JobRequest => decodeRequest(JSON.parse(JSON.stringify(encodeRequest(request))));
+
+  it('sends JSON-exact arguments as JSON and the rest through v8, both read back exactly', () => {
+    const fns = ['file:///jobs.mjs', 'add'];
+    const simple: JobRequest = { fns, at: [0, 0], args: [[1, 'a'], [[true, null], 2.5]] };
+    expect('j' in encodeRequest(simple)).toBe(true);
+    expect(overJson(simple)).toEqual(simple);
+    for (const odd of [[-0], [NaN], [Infinity], [undefined], [holed()], [Object.assign([1], { tag: 1 })], [{ a: 1 }], ['x'.repeat(1 << 15)]]) {
+      const request: JobRequest = { fns, at: [0], args: [odd] };
+      expect('c' in encodeRequest(request)).toBe(true);
+      const back = overJson(request).args[0] as unknown[];
+      expect(Object.is(back[0], odd[0]) || JSON.stringify(back) === JSON.stringify(odd)).toBe(true);
+    }
+    const [negZero] = overJson({ fns, at: [0], args: [[-0]] }).args[0] as [number];
+    expect(Object.is(negZero, -0)).toBe(true);
+  });
+
+  it('writes JSON-exact outcomes as JSON text and others as v8 bytes; both decode to the same array', () => {
+    const json = encodeOutcomes('job-1', [[0, 0, 3, 0.25]], () => 'add');
+    expect(json[0]).toBe(0x5b);
+    expect(decodeOutcomes(json)).toEqual(['job-1', 0, 0, 3, 0.25]);
+    const v8 = encodeOutcomes('job-2', [[0, 0, -0, 0.25]], () => 'add');
+    expect(v8[0]).toBe(0xff);
+    expect(Object.is(decodeOutcomes(v8)[3], -0)).toBe(true);
+  });
+
+  it('knows what JSON carries exactly', () => {
+    expect(jsonExact([1, 'a', [true, null, 'b\ud800']])).toBe(true);
+    expect(jsonExact([-0])).toBe(false);
+    expect(jsonExact(holed())).toBe(false);
+    expect(jsonExact(new Array(1000).fill(1))).toBe(false);
+    expect(jsonExact([new Date(0)])).toBe(false);
   });
 });
 

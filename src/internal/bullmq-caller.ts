@@ -33,6 +33,7 @@ import {
   unwireValue,
   whyUnserializable,
   wireArgs,
+  type JobData,
   type JobRequest,
   type QueueKeys,
   type RedisLike,
@@ -59,7 +60,7 @@ const NO_ARGS: unknown[] = [];
 /** A job as BullMQ's `addBulk` takes it. */
 export interface AddedJob {
   readonly name: string;
-  readonly data: { c: string };
+  readonly data: JobData;
   readonly opts: { jobId: string };
 }
 
@@ -390,7 +391,7 @@ export class CallerEngine {
     const sent: SentJob[] = [];
     const pending = jobs.reverse();
     for (let calls = pending.pop(); calls !== undefined; calls = pending.pop()) {
-      let data: { c: string };
+      let data: JobData;
       try {
         data = encodeRequest(this.#request(calls));
       } catch (error) {
@@ -403,7 +404,7 @@ export class CallerEngine {
           continue;
         }
       }
-      if (data.c.length > MAX_JOB_BYTES && calls.length > 1) {
+      if ('c' in data && data.c.length > MAX_JOB_BYTES && calls.length > 1) {
         // Big arguments: the job goes as two, each half as big.
         const half = calls.length >> 1;
         pending.push(calls.slice(half), calls.slice(0, half));
@@ -532,6 +533,10 @@ export class CallerEngine {
       }
       if (reply === null || this.#closing) continue;
       this.#unTrimmed += this.#applyReply(reply);
+      // The loops whose futures just settled run first: a caller that sends its next call at
+      // once writes it before this connection writes its next XREAD.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (this.#closing) return;
       if (this.#unTrimmed >= TRIM_EVERY) {
         // On the reader's connection, just before its next XREAD: no round trip of its own,
         // and none in front of the next addBulk on the queue's connection.

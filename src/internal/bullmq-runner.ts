@@ -120,6 +120,10 @@ class Reporter {
   #scheduled = false;
   /** The last write, so the final one follows it. */
   #last: Promise<void> = Promise.resolve();
+  /** Writes begun and not yet ended. */
+  #writing = 0;
+  /** Whether a write failed. */
+  #failed = false;
   /** Whether a bitmap of this job may exist (several calls, or a run after the first). */
   readonly #bitmaps: boolean;
 
@@ -142,7 +146,7 @@ class Reporter {
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
-      this.#last = this.#last.then(() => this.#write(false));
+      this.#enqueue(false);
       // A write that fails here fails the final flush, which awaits it.
       this.#last.catch(() => undefined);
     });
@@ -150,9 +154,28 @@ class Reporter {
 
   /** Send what waits; `final` also drops the job's bitmaps (its calls are all accounted for). */
   async flush(final: boolean): Promise<void> {
-    const previous = this.#last;
-    this.#last = previous.then(() => this.#write(final));
+    this.#enqueue(final);
     await this.#last;
+  }
+
+  /**
+   * Write what waits after the writes before it (none once one failed: the job's flush then
+   * fails, and BullMQ runs its undelivered calls again); with none in flight and none failed,
+   * its commands go out now, not a turn later.
+   */
+  #enqueue(final: boolean): void {
+    const idle = this.#writing === 0 && !this.#failed;
+    this.#writing++;
+    this.#last = idle ? this.#write(final) : this.#last.then(() => this.#write(final));
+    this.#last.then(
+      () => {
+        this.#writing--;
+      },
+      () => {
+        this.#writing--;
+        this.#failed = true;
+      },
+    );
   }
 
   async #write(final: boolean): Promise<void> {

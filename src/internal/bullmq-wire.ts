@@ -7,14 +7,17 @@
  * One BullMQ job carries one or more calls. Its `name` is the id of the executor that sent it
  * (so a worker knows where outcomes go even when it cannot read the job's data), its `data` is
  * `{ c: base64 }` of a v8-serialized `JobRequest`: serialized once per job, not per call (a call
- * of its own costs several microseconds in `node:v8`). Arguments and results first go through
+ * of its own costs several microseconds in `node:v8`). A request whose arguments JSON carries
+ * exactly (see `jsonExact`) goes as `{ j: [fns, at, args] }` instead, in the JSON BullMQ writes
+ * anyway: a lone tiny call spends no time in `node:v8` on either side. Arguments and results first go through
  * `toWire` (errors and registered classes become records), and arguments are rebuilt on the
  * worker after the call's module is imported (it may register the classes they hold).
  *
  * Outcomes travel on a Redis stream per executor (`<prefix>:<queue>:ml-out:<executor>`), read by
  * the executor with a blocking XREAD: each entry's field `d` is a v8-serialized flat array
  * `[jobId, index, kind, payload, ms, index, kind, payload, ms, ...]` — the outcomes of one job's
- * calls that ended in the same turn of the worker's event loop. The same script that appends an
+ * calls that ended in the same turn of the worker's event loop — or, when JSON carries that array
+ * exactly, its JSON text (v8's output starts with byte 0xFF, JSON's with `[`). The same script that appends an
  * entry sets the calls' bits in the job's "done" bitmap, so a job run again (its worker died, or
  * BullMQ retries it) skips the calls whose outcomes were delivered. The caller cancels a call by
  * setting its bit in the job's "cancel" bitmap and publishing it on the queue's cancel channel,
@@ -308,8 +311,58 @@ export function whyUnserializable(wired: readonly unknown[], original: readonly 
   }
 }
 
+/** The most values `jsonExact` looks at before it leaves a value to `node:v8`. */
+const JSON_EXACT_BUDGET = 256;
+
+/**
+ * How much of `budget` is left after checking that JSON carries `value` exactly, or -1 when it
+ * does not (or the value is too big to check cheaply): strings, booleans, null, finite numbers
+ * other than -0, and plain arrays of them with nothing but their elements.
+ */
+function jsonBudget(value: unknown, budget: number): number {
+  if (--budget < 0) return -1;
+  switch (typeof value) {
+    case 'string':
+      // Long strings go to v8: a request's JSON stays far below the size that splits a job.
+      return budget - (value.length >> 6);
+    case 'boolean':
+      return budget;
+    case 'number':
+      return Number.isFinite(value) && !Object.is(value, -0) ? budget : -1;
+    case 'object': {
+      if (value === null) return budget;
+      if (!Array.isArray(value) || Object.getPrototypeOf(value) !== Array.prototype) return -1;
+      const length = value.length;
+      if (length > budget || Object.keys(value).length !== length) return -1;
+      for (let i = 0; i < length && budget >= 0; i++) budget = jsonBudget(value[i], budget);
+      return budget;
+    }
+    default:
+      return -1;
+  }
+}
+
+/**
+ * Whether `JSON.parse(JSON.stringify(value))` gives back exactly what `node:v8` would (only
+ * strings, booleans, null, finite numbers but -0, and plain arrays of them), for a value small
+ * enough to check at once (a few hundred values, strings of some kilobytes in all).
+ *
+ * @example
+ * ```ts
+ * jsonExact([1, 'a', [true, null]]); // true
+ * jsonExact([-0]); // false
+ * ```
+ */
+export function jsonExact(value: unknown): boolean {
+  return jsonBudget(value, JSON_EXACT_BUDGET) >= 0;
+}
+
+/** A BullMQ job's `data`: a v8-serialized request in base64, or the request in JSON. */
+export type JobData = { readonly c: string } | { readonly j: readonly [string[], number[], unknown[][]] };
+
 /** The `data` of a BullMQ job carrying `request`; throws what `node:v8` throws for a value it cannot serialize. */
-export function encodeRequest(request: JobRequest): { c: string } {
+export function encodeRequest(request: JobRequest): JobData {
+  if (jsonExact(request.args)) return { j: [request.fns, request.at, request.args] };
   return { c: serialize(request).toString('base64') };
 }
 
@@ -318,9 +371,15 @@ export function encodeRequest(request: JobRequest): { c: string } {
  * one (a job some other producer put on the queue).
  */
 export function decodeRequest(data: unknown): JobRequest {
-  const encoded = (data as { c?: unknown } | null)?.c;
-  if (typeof encoded !== 'string') throw new TypeError('the job was not sent by a BullMQExecutor: its data has no request');
-  const request = deserialize(Buffer.from(encoded, 'base64')) as Partial<JobRequest> | null;
+  const json = (data as { j?: unknown } | null)?.j;
+  let request: Partial<JobRequest> | null;
+  if (Array.isArray(json) && json.length === 3) {
+    request = { fns: json[0] as string[], at: json[1] as number[], args: json[2] as unknown[][] };
+  } else {
+    const encoded = (data as { c?: unknown } | null)?.c;
+    if (typeof encoded !== 'string') throw new TypeError('the job was not sent by a BullMQExecutor: its data has no request');
+    request = deserialize(Buffer.from(encoded, 'base64')) as Partial<JobRequest> | null;
+  }
   const { fns, at, args } = request ?? {};
   if (!Array.isArray(fns) || !Array.isArray(at) || !Array.isArray(args) || at.length !== args.length) {
     throw new TypeError('the job was not sent by a BullMQExecutor: its request is malformed');
@@ -373,6 +432,7 @@ export type Outcome = [index: number, kind: number, payload: unknown, ms: number
 export function encodeOutcomes(jobId: string, outcomes: readonly Outcome[], describe: (index: number) => string): Buffer {
   const flat: unknown[] = [jobId];
   for (const outcome of outcomes) flat.push(outcome[0], outcome[1], outcome[2], outcome[3]);
+  if (jsonExact(flat)) return Buffer.from(JSON.stringify(flat));
   try {
     return serialize(flat);
   } catch {
@@ -391,9 +451,13 @@ export function encodeOutcomes(jobId: string, outcomes: readonly Outcome[], desc
   }
 }
 
+/** The first byte of an outcome entry in JSON (`[`); v8's begin with 0xFF. */
+const JSON_ARRAY_START = 0x5b;
+
 /** The flat outcomes `encodeOutcomes` serialized: `[jobId, index, kind, payload, ms, ...]`. */
 export function decodeOutcomes(entry: Uint8Array): unknown[] {
-  const outcomes = deserialize(entry) as unknown;
+  const outcomes: unknown =
+    entry[0] === JSON_ARRAY_START ? JSON.parse(Buffer.from(entry.buffer, entry.byteOffset, entry.byteLength).toString('utf8')) : deserialize(entry);
   if (!Array.isArray(outcomes) || typeof outcomes[0] !== 'string') throw new TypeError('an outcome entry is malformed');
   return outcomes;
 }
