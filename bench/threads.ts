@@ -7,7 +7,7 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import nodeAdapter from 'comlink/dist/umd/node-adapter.js';
-import { LoopThread, ensureFuture, move, run, type Coroutine } from '../src/index.js';
+import { LoopThread, ensureFuture, move, run, sleep, type Coroutine } from '../src/index.js';
 import { median, now, percentile, perSecond, type Row } from './harness.js';
 
 const ECHO = new URL('./fixtures/echo-service.js', import.meta.url);
@@ -16,6 +16,14 @@ const nodeEndpoint = nodeAdapter as unknown as typeof nodeAdapter.default;
 
 type Echo = Comlink.Remote<{ echo(value: number): number }>;
 const ROUNDS = 5;
+/** How long both threads sit idle while their CPU time is measured (seconds). */
+const IDLE_SECONDS = 0.5;
+
+/** CPU time of the whole process (every thread) in microseconds. */
+function cpuMicros(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+}
 
 function* loopPingPong(thread: LoopThread, count: number, samples: number[]): Coroutine<void> {
   for (let i = 0; i < count; i++) {
@@ -80,6 +88,10 @@ export async function threadWorkloads(log: (line: string) => void): Promise<Row[
   // between multiloop and the baseline every 500, and percentiles are taken over the pooled samples.
   const oursSamples: number[] = [];
   const rawSamples: number[] = [];
+  // CPU time (both threads) spent by the round trips of each side, and by both threads idle.
+  let oursCpu = 0;
+  let rawCpu = 0;
+  let idleCpu = 0;
 
   const oursBurst: number[] = [];
   const rawBursts: number[] = [];
@@ -99,9 +111,18 @@ export async function threadWorkloads(log: (line: string) => void): Promise<Row[
     yield* ensureFuture(rawPingPong(port, 2_000, []));
     yield* loopBurst(thread, 200_000);
     for (let chunk = 0; chunk < 100; chunk++) {
+      let cpu = cpuMicros();
       yield* loopPingPong(thread, 500, oursSamples);
+      oursCpu += cpuMicros() - cpu;
+      cpu = cpuMicros();
       yield* ensureFuture(rawPingPong(port, 500, rawSamples));
+      rawCpu += cpuMicros() - cpu;
     }
+    // Both loops idle after the round trips: whatever they poll, they must stop doing it.
+    yield* sleep(0.05);
+    const idleStart = cpuMicros();
+    yield* sleep(IDLE_SECONDS);
+    idleCpu = cpuMicros() - idleStart;
     // comlink's round trips: the same client code, served by the LoopThread's loop or by bare comlink in the same thread.
     yield* ensureFuture(comlinkPingPong(served, 1_000, []));
     yield* ensureFuture(comlinkPingPong(raw, 1_000, []));
@@ -135,6 +156,23 @@ export async function threadWorkloads(log: (line: string) => void): Promise<Row[
       baseline: percentile(rawSamples, 99),
       baselineName: 'raw MessagePort ping-pong',
       higherIsBetter: false,
+    },
+    {
+      workload: 'ping-pong CPU per round trip (both threads)',
+      unit: 'µs',
+      value: oursCpu / oursSamples.length,
+      baseline: rawCpu / rawSamples.length,
+      baselineName: 'raw MessagePort ping-pong',
+      higherIsBetter: false,
+    },
+    {
+      workload: 'CPU of two idle loops (after the round trips)',
+      unit: '% of a core',
+      value: (idleCpu / (IDLE_SECONDS * 1e6)) * 100,
+      baseline: null,
+      baselineName: null,
+      higherIsBetter: false,
+      target: '~0: no polling while idle',
     },
     {
       workload: 'one-way callSoonThreadsafe burst',

@@ -55,6 +55,16 @@ const TIME_SLICE_MS = 2;
 const SLICE_CHECK_EVERY = 8;
 /** The clock's resolution in seconds: timers due within it count as due. */
 const CLOCK_RESOLUTION = 1e-6;
+/**
+ * A loop about to sleep polls its links instead, for at most this long (ms), when batches from
+ * other threads have lately been arriving this soon after it went idle: a thread woken through
+ * libuv takes tens of microseconds, a poll sees the batch within one.
+ */
+const SPIN_WINDOW_MS = 0.05;
+/** Spin while the running average of those gaps (ms) stays below this; a spin that catches nothing counts as a long gap. */
+const SPIN_GAP_LIMIT_MS = 0.1;
+/** The gap a spin that caught nothing counts as (ms). */
+const SPIN_MISS_MS = 0.4;
 
  
 const GeneratorFunction = Object.getPrototypeOf(function* () {}).constructor as unknown;
@@ -102,6 +112,12 @@ export interface InboxReceiver {
 /** @internal Something with operations queued for another thread. */
 export interface Flushable {
   _flush(): void;
+}
+
+/** @internal Something a loop about to sleep can poll for batches from another thread (a link). */
+export interface Pollable {
+  /** Take what arrived (to the loop's inbox); whether anything did. */
+  _poll(): boolean;
 }
 
 /** @internal Something whose Futures of this loop wait for calls made to another thread (a link). */
@@ -178,6 +194,12 @@ export class EventLoop {
   #flushes: Flushable[] = [];
   #closeHooks: Array<() => void> = [];
   #callsInFlight = new Set<CallsInFlight>();
+  /** The links to poll instead of sleeping (see SPIN_WINDOW_MS). */
+  #pollables: Pollable[] = [];
+  /** When the loop last went idle (performance.now()), or 0 while it runs. */
+  #idleSince = 0;
+  /** A running average of how soon (ms) a batch arrived after the loop went idle. */
+  #arrivalGap = SPIN_MISS_MS;
   #taskFactory: TaskFactory | null = null;
   #defaultExecutor: Executor | null = null;
   #executorShutdownCalled = false;
@@ -924,6 +946,11 @@ export class EventLoop {
    */
   _deliver(receiver: InboxReceiver, batch: unknown[], callsOnly = false): void {
     if (this.#closed) return;
+    if (this.#idleSince !== 0) {
+      // A gap past a missed spin's counts as one: a long idle must not keep the next burst from spinning.
+      this.#noteArrivalGap(Math.min(performance.now() - this.#idleSince, SPIN_MISS_MS));
+      this.#idleSince = 0;
+    }
     this.#inbox.push({ receiver, batch, callsOnly });
     if (this.#running && !this.#inDrive && !this.#wakePending) this.#drive();
   }
@@ -942,6 +969,41 @@ export class EventLoop {
   _addCloseHook(hook: () => void): void {
     if (this.#closed) hook();
     else this.#closeHooks.push(hook);
+  }
+
+  /** @internal Poll `source` instead of sleeping while batches arrive soon after the loop idles. */
+  _addPollable(source: Pollable): void {
+    this.#pollables.push(source);
+  }
+
+  /** @internal Stop polling `source`. */
+  _removePollable(source: Pollable): void {
+    const at = this.#pollables.indexOf(source);
+    if (at !== -1) this.#pollables.splice(at, 1);
+  }
+
+  #noteArrivalGap(ms: number): void {
+    this.#arrivalGap += (ms - this.#arrivalGap) / 4;
+  }
+
+  /**
+   * About to sleep for `wait` seconds: when batches have lately arrived soon after the loop went
+   * idle, poll the links for a short window instead; whether something arrived.
+   */
+  #spin(wait: number): boolean {
+    const pollables = this.#pollables;
+    const started = performance.now();
+    this.#idleSince = started;
+    if (pollables.length === 0 || this.#arrivalGap >= SPIN_GAP_LIMIT_MS) return false;
+    const end = started + Math.min(SPIN_WINDOW_MS, wait * 1000);
+    do {
+      for (let i = 0; i < pollables.length; i++) {
+        if ((pollables[i] as Pollable)._poll() && this.#inbox.length > 0) return true;
+      }
+    } while (performance.now() < end);
+    this.#noteArrivalGap(SPIN_MISS_MS);
+    this.#idleSince = performance.now();
+    return false;
   }
 
   /** @internal Register what cancels this loop's calls still in flight to other threads (a link). */
@@ -1005,6 +1067,8 @@ export class EventLoop {
     this.#immediate = null;
     if (!this.#running) return;
     this.#inDrive = true;
+    // Woken by something other than a batch: the next batch's gap is not measured from the last sleep.
+    this.#idleSince = 0;
     const started = performance.now();
     const sliceEnd = started + TIME_SLICE_MS;
     this._tick = started | 0;
@@ -1022,6 +1086,7 @@ export class EventLoop {
           const wait = scheduled.length === 0 ? MAXIMUM_SELECT_TIMEOUT : (scheduled[0] as TimerHandle)._when - this.time();
           if (wait > CLOCK_RESOLUTION) {
             if (scheduled.length > 0 && this._advanceClock(wait)) continue;
+            if (this.#spin(wait)) continue;
             this.#sleep(Math.min(wait, MAXIMUM_SELECT_TIMEOUT));
             this.#inDrive = false;
             if (beating) heartbeat[0] = 0;

@@ -20,7 +20,7 @@
  */
 import { isMainThread, receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
 import { ConcurrentFuture } from './concurrent-future.js';
-import type { CallsInFlight, EventLoop, Flushable, InboxReceiver } from '../base-events.js';
+import type { CallsInFlight, EventLoop, Flushable, InboxReceiver, Pollable } from '../base-events.js';
 import { _isThenable, isCoroutine } from '../coroutines.js';
 import { RuntimeError } from '../exceptions.js';
 import { CANCELLED, FAILED, Future } from '../futures.js';
@@ -188,7 +188,7 @@ function watchExit(link: Link): void {
 }
 
 /** @internal One side of a link between two loops in different threads. */
-export class Link implements InboxReceiver, Flushable, CallsInFlight {
+export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   /** The loop that dispatches what arrives and owns the Futures of calls made here. */
   readonly loop: EventLoop;
   readonly #in: MessagePort;
@@ -217,6 +217,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
   #peerBell: Int32Array | null = null;
   /** This side's bell, once it was sent to the peer. */
   #bell: Int32Array | null = null;
+  /** The bell's count when this side last took messages by polling. */
+  #rungSeen = 0;
   #running = new Map<number, RunningCall>();
   #nextId = 0;
   #death: Death = null;
@@ -268,6 +270,9 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     this.#in.unref();
     loop._addCloseHook(() => this.close());
     loop._addCallsInFlight(this);
+    // The peer rings this bell after each batch, so that the loop can poll instead of sleeping.
+    this.#ensureBell();
+    loop._addPollable(this);
     watchExit(this);
   }
 
@@ -369,6 +374,28 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     }
   }
 
+  /** @internal Take, without waiting for libuv, what the peer posted since the bell last rang (the loop is about to sleep). */
+  _poll(): boolean {
+    const bell = this.#bell as Int32Array;
+    const rung = Atomics.load(bell, 0);
+    if (rung === this.#rungSeen || this.#inClosed) return false;
+    this.#rungSeen = rung;
+    let took = false;
+    for (;;) {
+      let message: { message: unknown } | undefined;
+      try {
+        message = receiveMessageOnPort(this.#in);
+      } catch (error) {
+        this.#unreadable(error);
+        took = true;
+        continue;
+      }
+      if (message === undefined) return took;
+      this.#arrive(message.message as unknown[], false);
+      took = true;
+    }
+  }
+
   /** Schedule `name(...args)` there, expecting no reply. */
   notify(name: string, args: unknown[]): void {
     const death = this.#death;
@@ -464,6 +491,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight {
     liveLinks.delete(this);
     openLinks.delete(this);
     this.loop._removeCallsInFlight(this);
+    this.loop._removePollable(this);
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     const running = [...this.#running.values()];
