@@ -60,6 +60,31 @@ export async function medianOf(runs: number, once: () => Promise<number> | numbe
   return median(values);
 }
 
+/**
+ * Run `a` and `b` in turn, `rounds` times each after a warm-up of each, which of them goes
+ * first alternating (the second run of a pair meets the garbage of the first); what each
+ * returned, in order. Both meet the same state of the machine and of the heap, so their
+ * medians compare where runs of one after all runs of the other drift apart.
+ */
+export async function interleaved<A, B>(rounds: number, a: () => Promise<A> | A, b: () => Promise<B> | B): Promise<[A[], B[]]> {
+  const as: A[] = [];
+  const bs: B[] = [];
+  for (let round = -1; round < rounds; round++) {
+    const aFirst = round % 2 === 0;
+    if (aFirst) {
+      const value = await a();
+      if (round >= 0) as.push(value);
+    }
+    const other = await b();
+    if (round >= 0) bs.push(other);
+    if (!aFirst) {
+      const value = await a();
+      if (round >= 0) as.push(value);
+    }
+  }
+  return [as, bs];
+}
+
 /** Operations per second of `count` operations that took `ms` milliseconds. */
 export function perSecond(count: number, ms: number): number {
   return (count / ms) * 1000;

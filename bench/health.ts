@@ -6,29 +6,23 @@
  */
 import { healthEnabled, setHealthEnabled } from '../src/internal/introspect.js';
 import { bareYieldSwitches, callSoonChain, taskSpawn } from './core.js';
-import { median, type Row } from './harness.js';
+import { interleaved, median, type Row } from './harness.js';
 
 const ROUNDS = 9;
 
 /** Run `once` with health on and off in turn, `ROUNDS` times each after a warm-up of each, the first of each pair alternating; the medians. */
 async function onAndOff(once: () => Promise<number>): Promise<[on: number, off: number]> {
-  const on: number[] = [];
-  const off: number[] = [];
   const was = healthEnabled();
+  const withHealth = (enabled: boolean) => (): Promise<number> => {
+    setHealthEnabled(enabled);
+    return once();
+  };
   try {
-    for (let round = -1; round < ROUNDS; round++) {
-      // Which goes first alternates: the second run of a pair meets the garbage of the first.
-      const order = round % 2 === 0 ? [true, false] : [false, true];
-      for (const enabled of order) {
-        setHealthEnabled(enabled);
-        const value = await once();
-        if (round >= 0) (enabled ? on : off).push(value);
-      }
-    }
+    const [on, off] = await interleaved(ROUNDS, withHealth(true), withHealth(false));
+    return [median(on), median(off)];
   } finally {
     setHealthEnabled(was);
   }
-  return [median(on), median(off)];
 }
 
 /** Run the health-cost workloads. */

@@ -10,7 +10,7 @@
 import { performance } from 'node:perf_hooks';
 import { _currentVars, type Context } from './contextvars.js';
 import { RuntimeError, _isEscaping } from './exceptions.js';
-import { Future, _reportUnretrieved } from './futures.js';
+import { Future, _reportUnretrieved, type LoopOption } from './futures.js';
 import { Handle, TimerHandle, type AnyCallback, type Runnable } from './handles.js';
 import { Deque } from './internal/deque.js';
 import { INSPECT, repr, typeName } from './internal/format.js';
@@ -201,6 +201,8 @@ export class EventLoop {
   /** A running average of how soon (ms) a batch arrived after the loop went idle. */
   #arrivalGap = SPIN_MISS_MS;
   #taskFactory: TaskFactory | null = null;
+  /** `{ loop: this }`, made once. */
+  readonly #ownLoop: LoopOption & TaskOptions = Object.freeze({ loop: this });
   #defaultExecutor: Executor | null = null;
   #executorShutdownCalled = false;
 
@@ -414,7 +416,9 @@ export class EventLoop {
     }
     const factory = this.#taskFactory;
     if (factory === null) {
-      return new Task(coro, { loop: this, name: options?.name, context: options?.context });
+      // A task with neither name nor context (gather's children, most tasks) shares one options object.
+      if (options === undefined) return new Task(coro, this.#ownLoop);
+      return new Task(coro, { loop: this, name: options.name, context: options.context });
     }
     const context = options?.context;
     const task = (context === undefined ? factory(this, coro) : factory(this, coro, { context })) as Task<T>;

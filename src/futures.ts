@@ -34,6 +34,8 @@ export interface LoopOption {
 /** @internal A Task, as far as futures need to know one: it is woken through its own handle. */
 export interface Waiter {
   _wakeupFrom(future: Future<unknown>): void;
+  /** How a waited-on future's repr names the entry (asyncio names the callback). */
+  _waiterName(): string;
 }
 
 type DoneCallback = (future: never) => void;
@@ -293,7 +295,7 @@ export class Future<T = unknown> implements PromiseLike<T> {
     if (this._state === FAILED) info.push(`exception=${repr(this._result)}`);
     else if (this._state === FINISHED) info.push(`result=${repr(this._result)}`);
     const names = this._entries().map(([entry]) =>
-      typeof entry === 'function' ? describeCallback(entry) : 'Task.wakeup()',
+      typeof entry === 'function' ? describeCallback(entry) : entry._waiterName(),
     );
     if (names.length > 0) {
       const shown = names.length > 2 ? [names[0], `<${names.length - 2} more>`, names[names.length - 1]] : names;

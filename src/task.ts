@@ -198,6 +198,11 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
     this._loop._scheduleHandle(this);
   }
 
+  /** @internal How a waited-on future's repr names this task's entry. */
+  _waiterName(): string {
+    return 'Task.wakeup()';
+  }
+
   /**
    * Run the scheduled step or wake-up in the task's context; errors escaping the step go to
    * the exception handler as a Handle's would.
@@ -435,7 +440,11 @@ export function ensureFuture<T>(aw: Awaitable<T>, options?: LoopOption): Future<
  * ```
  */
 export function ensureFuture(aw: unknown, options?: LoopOption): Future<unknown> {
-  const loop = options?.loop;
+  return _ensureFutureOn(aw, options?.loop);
+}
+
+/** @internal `ensureFuture(aw, { loop })`, without the options object. */
+export function _ensureFutureOn(aw: unknown, loop: EventLoop | undefined): Future<unknown> {
   if (aw instanceof Future) {
     if (loop !== undefined && loop !== aw._loop) {
       throw new RangeError('The future belongs to a different loop than the one specified as the loop argument');

@@ -10,11 +10,11 @@ import type { EventLoop } from './base-events.js';
 import { _isGenerator, isCoroutine, type Awaitable, type AwaitedResult, type Coroutine } from './coroutines.js';
 import { getEventLoop, getRunningLoop } from './events.js';
 import { CancelledError, RuntimeError, TimeoutError } from './exceptions.js';
-import { CANCELLED, FAILED, Future, PENDING } from './futures.js';
+import { CANCELLED, FAILED, FINISHED, Future, PENDING, type Waiter } from './futures.js';
 import type { TimerHandle } from './handles.js';
 import { Deque } from './internal/deque.js';
 import { typeName } from './internal/format.js';
-import { currentTask, ensureFuture } from './task.js';
+import { _ensureFutureOn, currentTask, ensureFuture } from './task.js';
 
 function setResultUnlessCancelled<T>(future: Future<T>, result: T): void {
   if (!future.done()) future.setResult(result);
@@ -103,31 +103,54 @@ export interface GatherOptions {
   returnExceptions?: boolean;
 }
 
+const futureAddDoneCallback = Future.prototype.addDoneCallback;
+
 /**
  * The Future `gather` returns (asyncio's `_GatheringFuture`). Cancelling it cancels the
  * children instead of itself; it then finishes with a CancelledError once they are done.
+ *
+ * asyncio gives every child a done callback, run through `call_soon`. The callback of a child
+ * that finished with a result and is not the last to finish does nothing anyone can see (it
+ * counts), so here such a child is counted the moment it finishes and schedules nothing; a
+ * child that failed or was cancelled, and the last one, run their callback through the loop as
+ * asyncio's do, in the order they finished. Children are watched through the future's own
+ * waiter entry (no callback, no context, no handle per child), except a Future subclass that
+ * overrides `addDoneCallback`, which is called as asyncio calls it.
  */
-class GatheringFuture extends Future<unknown[]> {
+class GatheringFuture extends Future<unknown[]> implements Waiter {
   /** The children in argument order, duplicates included. */
   #children: Array<Future<unknown>>;
   /** How many distinct children there are. */
   #count: number;
+  /** How many distinct children have finished. */
   #finished = 0;
+  /** The child whose finishing made every child finished: its callback decides the outcome. */
+  #last: Future<unknown> | null = null;
   #returnExceptions: boolean;
   /** Set when `cancel()` reached at least one child: the outcome is then a CancelledError. */
   #cancelRequested = false;
 
   /** Watch the children, `byArg` holding each once; those already done count at once. */
-  constructor(children: Array<Future<unknown>>, byArg: Map<unknown, Future<unknown>>, returnExceptions: boolean) {
+  constructor(children: Array<Future<unknown>>, distinct: Iterable<Future<unknown>>, count: number, returnExceptions: boolean) {
     super({ loop: (children[0] as Future<unknown>).getLoop() });
     this.#children = children;
-    this.#count = byArg.size;
+    this.#count = count;
     this.#returnExceptions = returnExceptions;
-    awaitedThrough(this.#childDone, this);
     // Children already done are accounted for now (asyncio 3.12+), so an all-done gather is done.
-    for (const child of byArg.values()) {
-      if (child.done()) this.#childDone(child);
-      else child.addDoneCallback(this.#childDone);
+    for (const child of distinct) {
+      if (child._state !== PENDING) {
+        if (++this.#finished === this.#count) this.#last = child;
+        this.#childDone(child);
+      } else if (child.addDoneCallback === futureAddDoneCallback) {
+        child._addWaiter(this);
+      } else {
+        const callback = (done: Future<unknown>): void => {
+          if (++this.#finished === this.#count) this.#last = done;
+          this.#childDone(done);
+        };
+        awaitedThrough(callback, this);
+        child.addDoneCallback(callback);
+      }
     }
   }
 
@@ -148,8 +171,20 @@ class GatheringFuture extends Future<unknown[]> {
     return accepted;
   }
 
+  /** @internal A child finished: count it, and run its callback through the loop when it can matter. */
+  _wakeupFrom(child: Future<unknown>): void {
+    if (++this.#finished === this.#count) this.#last = child;
+    else if (child._state === FINISHED) return;
+    this._loop._callSoonWith(this.#childDone, child, null, null);
+  }
+
+  /** @internal How the child's repr names this entry. */
+  _waiterName(): string {
+    return 'gather._done_callback()';
+  }
+
+  /** asyncio's `_done_callback`, for a child that failed or was cancelled, or the last one (already counted). */
   #childDone = (child: Future<unknown>): void => {
-    this.#finished++;
     if (this._state !== PENDING) {
       // Later failures are nobody's to report once the outcome is decided.
       if (child._state !== CANCELLED) child.exception();
@@ -165,9 +200,16 @@ class GatheringFuture extends Future<unknown[]> {
         return;
       }
     }
-    if (this.#finished < this.#count) return;
+    if (child !== this.#last) return;
     const children = this.#children;
-    const results = new Array<unknown>(children.length);
+    if (this.#cancelRequested) {
+      // asyncio takes the error from the last child in argument order.
+      this._setExceptionUnchecked((children[children.length - 1] as Future<unknown>)._makeCancelledError());
+      return;
+    }
+    // The list of children becomes the list of results (nothing reads the children once done).
+    this.#children = [];
+    const results = children as unknown[];
     for (let i = 0; i < children.length; i++) {
       const each = children[i] as Future<unknown>;
       // A fresh error per slot: the child's own saved CancelledError stays for its awaiters.
@@ -175,12 +217,7 @@ class GatheringFuture extends Future<unknown[]> {
       else if (each._state === FAILED) results[i] = each.exception();
       else results[i] = each._result;
     }
-    if (this.#cancelRequested) {
-      // asyncio takes the error from the last child in argument order.
-      this._setExceptionUnchecked((children[children.length - 1] as Future<unknown>)._makeCancelledError());
-    } else {
-      this._setResultUnchecked(results);
-    }
+    this._setResultUnchecked(results);
   };
 }
 
@@ -251,19 +288,31 @@ export function gather(...args: unknown[]): Future<unknown[]> {
     outer.setResult([]);
     return outer;
   }
-  const byArg = new Map<unknown, Future<unknown>>();
+  const count = aws.length;
   const children: Array<Future<unknown>> = [];
   let loop: EventLoop | undefined;
-  for (const arg of aws) {
+  // The same awaitable given twice runs once and fills both slots. Telling whether any arg
+  // repeats with one Set made at once, and dropped, costs less than a map kept per arg.
+  if (count === 1 || new Set(aws).size === count) {
+    for (let i = 0; i < count; i++) {
+      const child = _ensureFutureOn(aws[i], loop);
+      loop ??= child._loop;
+      children.push(child);
+    }
+    return new GatheringFuture(children, children, count, returnExceptions);
+  }
+  const byArg = new Map<unknown, Future<unknown>>();
+  for (let i = 0; i < count; i++) {
+    const arg = aws[i];
     let child = byArg.get(arg);
     if (child === undefined) {
-      child = ensureFuture(arg as Awaitable<unknown>, { loop });
-      loop ??= child.getLoop();
+      child = _ensureFutureOn(arg, loop);
+      loop ??= child._loop;
       byArg.set(arg, child);
     }
     children.push(child);
   }
-  return new GatheringFuture(children, byArg, returnExceptions);
+  return new GatheringFuture(children, byArg.values(), byArg.size, returnExceptions);
 }
 
 // ─────────────────────────────────── shield ───────────────────────────────────

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
-  type Future,
+  type Context,
+  Future,
   RuntimeError,
   type Task,
   TimeoutError,
@@ -381,6 +382,85 @@ describe('gather', () => {
       return `${n} ${s} ${String(nx)} ${y instanceof Error ? 'error' : y} ${np}`;
     }
     expect(await loop.runUntilComplete(main())).toBe('1 one 1 one 1');
+  });
+
+  it('decides in the callback of the child that finished last, in the order children finished', async () => {
+    // asyncio runs each child's callback through call_soon in the order they finished: a child
+    // that failed first (returnExceptions) does not complete the gather, even when every child
+    // is done by the time its callback runs; the last child's callback does, after what was
+    // scheduled between the two.
+    const [a, b, c] = [loop.createFuture<number>(), loop.createFuture<number>(), loop.createFuture<number>()];
+    const g = gather([a, b, c], { returnExceptions: true });
+    const log: string[] = [];
+    a.setResult(1);
+    const error = new RangeError('b failed');
+    b.setException(error);
+    loop.callSoon(() => log.push(`between: done=${g.done()}`));
+    c.setResult(3);
+    loop.callSoon(() => log.push(`after: done=${g.done()}`));
+    await runOnce(loop);
+    expect(log).toEqual(['between: done=false', 'after: done=true']);
+    expect(g.result()).toEqual([1, error, 3]);
+  });
+
+  it('fails in the callback of the failing child, after what was scheduled before it finished', async () => {
+    const [a, b] = [loop.createFuture<number>(), loop.createFuture<number>()];
+    const g = gather(a, b);
+    const log: string[] = [];
+    loop.callSoon(() => log.push(`before: done=${g.done()}`));
+    const error = new TypeError('a failed');
+    a.setException(error);
+    loop.callSoon(() => log.push(`after: done=${g.done()}`));
+    await runOnce(loop);
+    expect(log).toEqual(['before: done=false', 'after: done=true']);
+    expect(g.exception()).toBe(error);
+    b.setResult(2);
+    await runOnce(loop);
+    expect(g.exception()).toBe(error);
+  });
+
+  it("calls a Future subclass's own addDoneCallback, as asyncio's gather calls add_done_callback", async () => {
+    const registered: string[] = [];
+    class Watched<T> extends Future<T> {
+      override addDoneCallback(callback: (future: this) => void, options?: { context?: Context }): void {
+        registered.push('addDoneCallback');
+        super.addDoneCallback(callback, options);
+      }
+    }
+    const watched = new Watched<number>({ loop });
+    const plain = loop.createFuture<number>();
+    const g = gather(watched, plain);
+    expect(registered).toEqual(['addDoneCallback']);
+    watched.setResult(1);
+    plain.setResult(2);
+    await runOnce(loop);
+    await runOnce(loop);
+    expect(g.result()).toEqual([1, 2]);
+  });
+
+  it("names the gather's entry in a watched child's repr", () => {
+    const child = loop.createFuture<number>();
+    gather(child, loop.createFuture<number>());
+    expect(String(child)).toBe('<Future pending cb=[gather._done_callback()]>');
+  });
+
+  it('runs a coroutine given twice once, and fills both slots, in a large gather too', async () => {
+    let runs = 0;
+    function* counted(): Coroutine<number> {
+      runs++;
+      yield;
+      return runs;
+    }
+    const shared = counted();
+    const many = Array.from({ length: 1000 }, () => numCoro());
+    function* main(): Coroutine<unknown[]> {
+      return yield* gather([shared, ...many, shared]);
+    }
+    const results = (await loop.runUntilComplete(main())) as unknown[];
+    expect(runs).toBe(1);
+    expect(results).toHaveLength(1002);
+    expect(results[0]).toBe(1);
+    expect(results[1001]).toBe(1);
   });
 });
 
