@@ -14,7 +14,7 @@ import { Future, _reportUnretrieved, type LoopOption } from './futures.js';
 import { Handle, TimerHandle, type AnyCallback, type Runnable } from './handles.js';
 import { Deque } from './internal/deque.js';
 import { INSPECT, repr, typeName } from './internal/format.js';
-import { heapify, heapPop, heapPush } from './internal/heap.js';
+import { TimerHeap } from './internal/heap.js';
 import { TIME_ORIGIN, currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
 import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
@@ -55,6 +55,13 @@ const TIME_SLICE_MS = 2;
 const SLICE_CHECK_EVERY = 8;
 /** The clock's resolution in seconds: timers due within it count as due. */
 const CLOCK_RESOLUTION = 1e-6;
+
+/** Whether a timer stays in the heap at a clean-up: a cancelled one leaves it. */
+function keepScheduled(timer: TimerHandle): boolean {
+  if (!timer._cancelled) return true;
+  timer._scheduled = false;
+  return false;
+}
 /**
  * A loop about to sleep polls its links instead, for at most this long (ms), when batches from
  * other threads have lately been arriving this soon after it went idle: a thread woken through
@@ -173,7 +180,7 @@ export class EventLoop {
   }
 
   #ready = new Deque<Runnable>(64);
-  #scheduled: TimerHandle[] = [];
+  #scheduled = new TimerHeap<TimerHandle>();
   #timerCancelledCount = 0;
   #timerSeq = 0;
   #stopping = false;
@@ -241,12 +248,12 @@ export class EventLoop {
     const argc = arguments.length - 1;
     const handle =
       argc === 0
-        ? new Handle(callback, this, 0, undefined, undefined, null, null, _currentVars())
+        ? new Handle(callback, this, 0, undefined, undefined, _currentVars())
         : argc === 1
-          ? new Handle(callback, this, 1, arguments[1], undefined, null, null, _currentVars())
+          ? new Handle(callback, this, 1, arguments[1], undefined, _currentVars())
           : argc === 2
-            ? new Handle(callback, this, 2, arguments[1], arguments[2], null, null, _currentVars())
-            : new Handle(callback, this, argc, undefined, undefined, Array.prototype.slice.call(arguments, 1), null, _currentVars());
+            ? new Handle(callback, this, 2, arguments[1], arguments[2], _currentVars())
+            : new Handle(callback, this, argc, Array.prototype.slice.call(arguments, 1), undefined, _currentVars());
     this.#ready.push(handle);
     if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
     return handle;
@@ -264,7 +271,7 @@ export class EventLoop {
   callSoonThreadsafe<A extends unknown[]>(callback: (...args: A) => void, ...args: A): Handle {
     if (this.#closed) throw new RuntimeError('Event loop is closed');
     checkCallback(callback, 'callSoonThreadsafe', this.#debug);
-    const handle = new Handle(callback as AnyCallback, this, args.length, args[0], args[1], args.length > 2 ? args : null, null, _currentVars());
+    const handle = new Handle(callback as AnyCallback, this, args.length, args.length > 2 ? args : args[0], args[1], _currentVars());
     this.#ready.push(handle);
     if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
     return handle;
@@ -319,8 +326,8 @@ export class EventLoop {
   }
 
   #schedule(when: number, callback: AnyCallback, argc: number, a0: unknown, a1: unknown, args: unknown[] | null): TimerHandle {
-    const timer = new TimerHandle(when, this.#timerSeq++, callback, this, argc, a0, a1, args, _currentVars());
-    heapPush(this.#scheduled, timer);
+    const timer = new TimerHandle(when, callback, this, argc, argc > 2 ? args : a0, a1, _currentVars());
+    this.#scheduled.push(timer, this.#timerSeq++);
     timer._scheduled = true;
     if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
     return timer;
@@ -335,7 +342,7 @@ export class EventLoop {
 
   /** @internal Schedule `callback(arg)` in `context` (a Context, or a captured variable map). */
   _callSoonWith(callback: AnyCallback, arg: unknown, context: Context | null, vars: Context['_vars']): void {
-    this._scheduleHandle(new Handle(callback, this, 1, arg, undefined, null, context, vars));
+    this._scheduleHandle(new Handle(callback, this, 1, arg, undefined, context ?? vars));
   }
 
   /** @internal Register a new pending task. */
@@ -559,7 +566,7 @@ export class EventLoop {
     this.#closed = true;
     this.#inbox.length = 0;
     this.#ready.clear();
-    this.#scheduled.length = 0;
+    this.#scheduled.clear();
     this.#timerCancelledCount = 0;
     this.#disarm();
     const executor = this.#defaultExecutor;
@@ -894,14 +901,7 @@ export class EventLoop {
       scheduled.length > MIN_SCHEDULED_TIMER_HANDLES &&
       this.#timerCancelledCount / scheduled.length > MIN_CANCELLED_TIMER_HANDLES_FRACTION
     ) {
-      let kept = 0;
-      for (let i = 0; i < scheduled.length; i++) {
-        const timer = scheduled[i] as TimerHandle;
-        if (timer._cancelled) timer._scheduled = false;
-        else scheduled[kept++] = timer;
-      }
-      scheduled.length = kept;
-      heapify(scheduled);
+      scheduled.retain(keepScheduled);
       this.#timerCancelledCount = 0;
     } else {
       this.#dropCancelledHead();
@@ -910,10 +910,8 @@ export class EventLoop {
     const ready = this.#ready;
     if (scheduled.length > 0) {
       const end = this.time() + CLOCK_RESOLUTION;
-      while (scheduled.length > 0) {
-        const timer = scheduled[0] as TimerHandle;
-        if (timer._when >= end) break;
-        heapPop(scheduled);
+      while (scheduled.length > 0 && scheduled.peekWhen() < end) {
+        const timer = scheduled.pop();
         timer._scheduled = false;
         ready.push(timer);
       }
@@ -1056,9 +1054,9 @@ export class EventLoop {
 
   #dropCancelledHead(): void {
     const scheduled = this.#scheduled;
-    while (scheduled.length > 0 && (scheduled[0] as TimerHandle)._cancelled) {
+    while (scheduled.length > 0 && (scheduled.peek() as TimerHandle)._cancelled) {
       this.#timerCancelledCount--;
-      heapPop(scheduled)._scheduled = false;
+      scheduled.pop()._scheduled = false;
     }
   }
 
@@ -1087,7 +1085,7 @@ export class EventLoop {
         if (this.#ready.length === 0) {
           this.#dropCancelledHead();
           const scheduled = this.#scheduled;
-          const wait = scheduled.length === 0 ? MAXIMUM_SELECT_TIMEOUT : (scheduled[0] as TimerHandle)._when - this.time();
+          const wait = scheduled.length === 0 ? MAXIMUM_SELECT_TIMEOUT : scheduled.peekWhen() - this.time();
           if (wait > CLOCK_RESOLUTION) {
             if (scheduled.length > 0 && this._advanceClock(wait)) continue;
             if (this.#spin(wait)) continue;

@@ -4,7 +4,7 @@
  * One shape for every scheduled callback: up to two arguments live in fields, more in an
  * array, so scheduling allocates nothing but the handle itself.
  */
-import { _enter, _enterVars, _exit, type Context, type VarMap } from './contextvars.js';
+import { Context, _enter, _enterVars, _exit, type VarMap } from './contextvars.js';
 import { _isEscaping } from './exceptions.js';
 import { INSPECT, describeCallback, repr } from './internal/format.js';
 import type { EventLoop } from './base-events.js';
@@ -39,57 +39,47 @@ export interface Runnable {
 export class Handle implements Runnable {
   /** @internal */
   _callback: AnyCallback | null;
-  /** @internal The number of arguments: 0–2 live in `_a0`/`_a1`, more in `_args`. */
+  /**
+   * @internal The number of arguments: up to two live in `_a0`/`_a1`, more as an array in
+   * `_a0`; -1 once cancelled (one field for both: a handle stays small, timers are many).
+   */
   _argc: number;
   /** @internal */
   _a0: unknown;
   /** @internal */
   _a1: unknown;
   /** @internal */
-  _args: unknown[] | null;
-  /** @internal */
   _loop: EventLoop;
-  /** @internal */
-  _cancelled = false;
-  /** @internal The context to enter, when one was given explicitly. */
-  _context: Context | null;
-  /** @internal Otherwise, the variables captured when the callback was scheduled. */
-  _vars: VarMap;
+  /** @internal The context to enter: one given explicitly, else the variables captured when the callback was scheduled. */
+  _ctx: Context | VarMap;
 
-  /** @internal Handles are made by the loop's scheduling methods. */
-  constructor(
-    callback: AnyCallback,
-    loop: EventLoop,
-    argc: number,
-    a0: unknown,
-    a1: unknown,
-    args: unknown[] | null,
-    context: Context | null,
-    vars: VarMap,
-  ) {
+  /** @internal Handles are made by the loop's scheduling methods; `a0` holds every argument when there are more than two. */
+  constructor(callback: AnyCallback, loop: EventLoop, argc: number, a0: unknown, a1: unknown, ctx: Context | VarMap) {
     this._callback = callback;
     this._argc = argc;
     this._a0 = a0;
     this._a1 = a1;
-    this._args = args;
     this._loop = loop;
-    this._context = context;
-    this._vars = vars;
+    this._ctx = ctx;
+  }
+
+  /** @internal Whether the handle was cancelled. */
+  get _cancelled(): boolean {
+    return this._argc < 0;
   }
 
   /** Cancel the callback; idempotent; a cancelled handle never runs. */
   cancel(): void {
-    if (this._cancelled) return;
-    this._cancelled = true;
+    if (this._argc < 0) return;
+    this._argc = -1;
     this._callback = null;
     this._a0 = undefined;
     this._a1 = undefined;
-    this._args = null;
   }
 
   /** Whether the handle was cancelled. */
   cancelled(): boolean {
-    return this._cancelled;
+    return this._argc < 0;
   }
 
   /** The loop the handle belongs to. */
@@ -104,10 +94,11 @@ export class Handle implements Runnable {
    * @internal
    */
   _run(): void {
-    if (this._cancelled) return;
+    if (this._argc < 0) return;
     let previous: Context | null = null;
     try {
-      previous = this._context === null ? _enterVars(this._vars) : _enter(this._context);
+      const ctx = this._ctx;
+      previous = ctx instanceof Context ? _enter(ctx) : _enterVars(ctx);
       const callback = this._callback as Invoke;
       switch (this._argc) {
         case 0:
@@ -120,7 +111,7 @@ export class Handle implements Runnable {
           callback(this._a0, this._a1);
           break;
         default:
-          callback(...(this._args as unknown[]));
+          callback(...(this._a0 as unknown[]));
       }
     } catch (error) {
       if (_isEscaping(error)) throw error;
@@ -151,7 +142,7 @@ export class Handle implements Runnable {
         args = [this._a0, this._a1];
         break;
       default:
-        args = this._args as unknown[];
+        args = this._a0 as unknown[];
     }
     return `${name}(${args.map(repr).join(', ')})`;
   }
@@ -178,26 +169,13 @@ export class Handle implements Runnable {
 export class TimerHandle extends Handle {
   /** @internal */
   _when: number;
-  /** @internal Tie-breaker: equal deadlines fire in scheduling order. */
-  _seq: number;
-  /** @internal Whether the handle sits in the loop's timer heap. */
+  /** @internal Whether the handle sits in the loop's timer heap (which also keeps its scheduling order). */
   _scheduled = false;
 
   /** @internal */
-  constructor(
-    when: number,
-    seq: number,
-    callback: AnyCallback,
-    loop: EventLoop,
-    argc: number,
-    a0: unknown,
-    a1: unknown,
-    args: unknown[] | null,
-    vars: VarMap,
-  ) {
-    super(callback, loop, argc, a0, a1, args, null, vars);
+  constructor(when: number, callback: AnyCallback, loop: EventLoop, argc: number, a0: unknown, a1: unknown, vars: VarMap) {
+    super(callback, loop, argc, a0, a1, vars);
     this._when = when;
-    this._seq = seq;
   }
 
   /** The absolute time, in the loop's `time()` seconds, at which the callback is due. */
@@ -207,7 +185,7 @@ export class TimerHandle extends Handle {
 
   /** Cancel the callback; the loop drops it from its timer heap lazily. */
   override cancel(): void {
-    if (!this._cancelled) this._loop._timerHandleCancelled(this);
+    if (this._argc >= 0) this._loop._timerHandleCancelled(this);
     super.cancel();
   }
 

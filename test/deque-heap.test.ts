@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { Deque } from '../src/internal/deque.js';
-import { heapify, heapPop, heapPush, type HeapItem } from '../src/internal/heap.js';
+import { TimerHeap, type HeapItem } from '../src/internal/heap.js';
 import { mulberry32 } from './helpers/prng.js';
 
 interface Item extends HeapItem {
+  _seq: number;
   label: string;
 }
 
@@ -11,11 +12,18 @@ function item(when: number, seq: number, label = `${when}/${seq}`): Item {
   return { _when: when, _seq: seq, label };
 }
 
-function drain(heap: Item[]): string[] {
+function drain(heap: TimerHeap<Item>): string[] {
   const out: string[] = [];
-  while (heap.length > 0) out.push(heapPop(heap).label);
+  while (heap.length > 0) out.push(heap.pop().label);
   return out;
 }
+
+/** Push `entry` with its own sequence number. */
+function push(heap: TimerHeap<Item>, entry: Item): void {
+  heap.push(entry, entry._seq);
+}
+
+const byKey = (a: Item, b: Item): number => a._when - b._when || a._seq - b._seq;
 
 describe('Deque', () => {
   it('shifts items in the order they were pushed', () => {
@@ -130,9 +138,9 @@ describe('Deque', () => {
   });
 });
 
-describe('heapPush / heapPop', () => {
+describe('TimerHeap push / pop', () => {
   it('pops items in deadline order', () => {
-    const heap: Item[] = [];
+    const heap = new TimerHeap<Item>();
     for (const [when, seq] of [
       [5, 0],
       [1, 1],
@@ -140,77 +148,111 @@ describe('heapPush / heapPop', () => {
       [-3, 3],
       [2, 4],
     ] as const) {
-      heapPush(heap, item(when, seq));
+      push(heap, item(when, seq));
     }
+    expect(heap.peekWhen()).toBe(-3);
+    expect(heap.peek()?.label).toBe('-3/3');
     expect(drain(heap)).toEqual(['-3/3', '1/1', '2/4', '4/2', '5/0']);
+    expect(heap.peek()).toBeUndefined();
   });
 
   it('pops equal deadlines first-in first-out (by sequence number)', () => {
-    const heap: Item[] = [];
-    for (let seq = 0; seq < 12; seq++) heapPush(heap, item(10, seq, String(seq)));
+    const heap = new TimerHeap<Item>();
+    for (let seq = 0; seq < 12; seq++) push(heap, item(10, seq, String(seq)));
     expect(drain(heap)).toEqual(['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11']);
   });
 
   it('orders by deadline first, then by sequence', () => {
-    const heap: Item[] = [];
-    heapPush(heap, item(2, 0, 'late-first'));
-    heapPush(heap, item(1, 1, 'early-second'));
-    heapPush(heap, item(2, 2, 'late-third'));
-    heapPush(heap, item(1, 3, 'early-fourth'));
+    const heap = new TimerHeap<Item>();
+    push(heap, item(2, 0, 'late-first'));
+    push(heap, item(1, 1, 'early-second'));
+    push(heap, item(2, 2, 'late-third'));
+    push(heap, item(1, 3, 'early-fourth'));
     expect(drain(heap)).toEqual(['early-second', 'early-fourth', 'late-first', 'late-third']);
   });
 
-  it('matches a stable sort under random pushes and pops', () => {
+  it('matches a stable sort under random pushes and pops, growing past its first capacity', () => {
     const random = mulberry32(99);
-    const heap: Item[] = [];
+    const heap = new TimerHeap<Item>();
     const model: Item[] = [];
     const popped: string[] = [];
     const expected: string[] = [];
-    const byKey = (a: Item, b: Item): number => a._when - b._when || a._seq - b._seq;
     for (let seq = 0; seq < 3000; seq++) {
       if (random() < 0.6 || model.length === 0) {
         // Few distinct deadlines, so ties are frequent.
         const entry = item(Math.floor(random() * 20), seq);
-        heapPush(heap, entry);
+        push(heap, entry);
         model.push(entry);
       } else {
         model.sort(byKey);
         expected.push((model.shift() as Item).label);
-        popped.push(heapPop(heap).label);
+        popped.push(heap.pop().label);
       }
     }
     model.sort(byKey);
     expect(popped).toEqual(expected);
+    expect(heap.length).toBe(model.length);
     expect(drain(heap)).toEqual(model.map((entry) => entry.label));
+  });
+
+  it('keeps fractional deadlines and large sequence numbers exact', () => {
+    const heap = new TimerHeap<Item>();
+    push(heap, item(0.1 + 0.2, 2 ** 40 + 1, 'b'));
+    push(heap, item(0.30000000000000004, 2 ** 40, 'a'));
+    push(heap, item(0.3, 2 ** 40 + 2, 'first'));
+    expect(drain(heap)).toEqual(['first', 'a', 'b']);
   });
 });
 
-describe('heapify', () => {
-  it('turns an arbitrary array into a heap in place', () => {
+describe('TimerHeap retain / clear', () => {
+  it('keeps what retain accepts, in heap order again', () => {
     const random = mulberry32(7);
+    const heap = new TimerHeap<Item>();
     const items: Item[] = [];
-    for (let seq = 0; seq < 500; seq++) items.push(item(Math.floor(random() * 50), seq));
-    const expected = [...items].sort((a, b) => a._when - b._when || a._seq - b._seq).map((entry) => entry.label);
-    const heap = [...items].reverse();
-    heapify(heap);
-    expect(heap).toHaveLength(500);
-    expect(drain(heap)).toEqual(expected);
+    for (let seq = 0; seq < 500; seq++) {
+      const entry = item(Math.floor(random() * 50), seq);
+      items.push(entry);
+      push(heap, entry);
+    }
+    const dropped: number[] = [];
+    heap.retain((entry) => {
+      if (entry._seq % 3 !== 0) return true;
+      dropped.push(entry._seq);
+      return false;
+    });
+    const kept = items.filter((entry) => entry._seq % 3 !== 0).sort(byKey);
+    expect(dropped.sort((a, b) => a - b)).toEqual(items.filter((entry) => entry._seq % 3 === 0).map((entry) => entry._seq));
+    expect(heap.length).toBe(kept.length);
+    expect(drain(heap)).toEqual(kept.map((entry) => entry.label));
   });
 
-  it('accepts empty and single-item arrays', () => {
-    const empty: Item[] = [];
-    heapify(empty);
-    expect(empty).toEqual([]);
-    const one = [item(3, 0, 'only')];
-    heapify(one);
-    expect(drain(one)).toEqual(['only']);
+  it('retains from empty and single-item heaps, and works on afterwards', () => {
+    const heap = new TimerHeap<Item>();
+    heap.retain(() => true);
+    expect(heap.length).toBe(0);
+    push(heap, item(3, 0, 'only'));
+    heap.retain(() => true);
+    expect(drain(heap)).toEqual(['only']);
+    for (const [when, seq] of [
+      [9, 1],
+      [3, 2],
+      [6, 3],
+    ] as const) {
+      push(heap, item(when, seq));
+    }
+    heap.retain((entry) => entry._when !== 3);
+    push(heap, item(1, 4));
+    push(heap, item(6, 5));
+    expect(drain(heap)).toEqual(['1/4', '6/3', '6/5', '9/1']);
   });
 
-  it('keeps working with heapPush and heapPop afterwards', () => {
-    const heap = [item(9, 0), item(3, 1), item(6, 2)];
-    heapify(heap);
-    heapPush(heap, item(1, 3));
-    heapPush(heap, item(6, 4));
-    expect(drain(heap)).toEqual(['1/3', '3/1', '6/2', '6/4', '9/0']);
+  it('clear() empties the heap, which takes items again', () => {
+    const heap = new TimerHeap<Item>();
+    for (let seq = 0; seq < 100; seq++) push(heap, item(100 - seq, seq));
+    heap.clear();
+    expect(heap.length).toBe(0);
+    push(heap, item(2, 100));
+    push(heap, item(1, 101));
+    expect(drain(heap)).toEqual(['1/101', '2/100']);
   });
 });

@@ -47,10 +47,9 @@ describe('Handle', () => {
   it('drops its callback and arguments when cancelled', () => {
     const handle = loop.callSoon((a: object, b: object, c: object) => [a, b, c], {}, {}, {});
     expect(handle._callback).not.toBeNull();
-    expect(handle._args).not.toBeNull();
+    expect(handle._a0).toHaveLength(3);
     handle.cancel();
     expect(handle._callback).toBeNull();
-    expect(handle._args).toBeNull();
     expect(handle._a0).toBeUndefined();
     expect(handle._a1).toBeUndefined();
   });
