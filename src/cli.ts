@@ -138,6 +138,8 @@ async function ask(pid: number, what: 'snapshot' | 'pstree', givenPort: number |
   }
   const url = targets?.[0]?.webSocketDebuggerUrl;
   if (url === undefined) {
+    const own = openedHere && givenPort !== null ? await closeOpenedElsewhere(pid, port) : null;
+    if (own !== null) throw new CommandError(`process ${pid} opened its inspector on 127.0.0.1:${own}, not ${port} (closed again): give --port ${own}`);
     throw new CommandError(`process ${pid} opened no inspector on 127.0.0.1:${port} (not a Node process, or the port is taken: give --port)`);
   }
   const inspector = await Inspector.connect(url);
@@ -148,12 +150,33 @@ async function ask(pid: number, what: 'snapshot' | 'pstree', givenPort: number |
     if (version === null) throw new CommandError(`process ${pid} does not use multiloop (no multiloop loaded in its main thread)`);
     return (await inspector.evaluate(`${HOOK}.${what}()`)) as ProcessSnapshot | string;
   } finally {
-    if (openedHere) {
-      // Closed by the process itself once this connection is gone (close() waits for that).
-      await inspector
-        .evaluate("(() => { const inspector = require('node:inspector'); setTimeout(() => inspector.close(), 20); })()", { commandLineApi: true })
-        .catch(() => undefined);
-    }
+    if (openedHere) await closeInspector(inspector);
+    inspector.close();
+  }
+}
+
+/** Have the process close its inspector, once this connection is gone (close() waits for that). */
+async function closeInspector(inspector: Inspector): Promise<void> {
+  await inspector
+    .evaluate("(() => { const inspector = require('node:inspector'); setTimeout(() => inspector.close(), 20); })()", { commandLineApi: true })
+    .catch(() => undefined);
+}
+
+/**
+ * The signal opened `pid`'s inspector, but not on the port given with `--port`: find it on the
+ * process's own port and close it again (nobody else would); that port, or null when it is not there.
+ */
+async function closeOpenedElsewhere(pid: number, givenPort: number): Promise<number | null> {
+  const own = inspectorPort(pid, null);
+  if (own === givenPort) return null;
+  const url = (await listTargets(own))?.[0]?.webSocketDebuggerUrl;
+  if (url === undefined) return null;
+  const inspector = await Inspector.connect(url);
+  try {
+    if ((await inspector.evaluate('process.pid')) !== pid) return null;
+    await closeInspector(inspector);
+    return own;
+  } finally {
     inspector.close();
   }
 }

@@ -66,7 +66,7 @@ describe('multiloop ps / pstree <pid>', () => {
     expect(code).toBe(0);
   });
 
-  it('--port names the inspector port; a wrong one gets one line saying so', async () => {
+  it('--port names the inspector port; a wrong one gets one line naming the right one, and the inspector opened there is closed again', async () => {
     const port = await freePort();
     const { child, output } = await startNode([`--inspect-port=${port}`, TARGET]);
     const right = cli('ps', String(child.pid), '--port', String(port));
@@ -76,14 +76,19 @@ describe('multiloop ps / pstree <pid>', () => {
     await once(child, 'exit');
     expect(output()).toContain('inspector closed, ticking true');
 
-    const other = await startNode([`--inspect-port=${await freePort()}`, TARGET]);
+    const otherPort = await freePort();
+    const other = await startNode([`--inspect-port=${otherPort}`, TARGET]);
     const wrongPort = await freePort();
     const wrong = cli('ps', String(other.child.pid), '--port', String(wrongPort));
     expect(wrong).toEqual({
       status: 1,
       stdout: '',
-      stderr: `multiloop: process ${other.child.pid} opened no inspector on 127.0.0.1:${wrongPort} (not a Node process, or the port is taken: give --port)\n`,
+      stderr: `multiloop: process ${other.child.pid} opened its inspector on 127.0.0.1:${otherPort}, not ${wrongPort} (closed again): give --port ${otherPort}\n`,
     });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    other.child.stdin!.write('done\n');
+    await once(other.child, 'exit');
+    expect(other.output()).toContain('inspector closed, ticking true');
   });
 
   it('says in one line that a process does not exist', () => {
