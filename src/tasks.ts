@@ -221,6 +221,18 @@ class GatheringFuture extends Future<unknown[]> implements Waiter {
   };
 }
 
+/** Up to this many awaitables, comparing each pair costs less than hashing them. */
+const FEW_ARGS = 8;
+
+/** Whether no element of `values` (a few) repeats. */
+function allDistinct(values: readonly unknown[]): boolean {
+  for (let i = 1; i < values.length; i++) {
+    const value = values[i];
+    for (let j = 0; j < i; j++) if (values[j] === value) return false;
+  }
+  return true;
+}
+
 /** Whether `value` can only be the options of the array form (it is no awaitable). */
 function isGatherOptions(value: unknown): boolean {
   if (value === undefined) return true;
@@ -293,7 +305,7 @@ export function gather(...args: unknown[]): Future<unknown[]> {
   let loop: EventLoop | undefined;
   // The same awaitable given twice runs once and fills both slots. Telling whether any arg
   // repeats with one Set made at once, and dropped, costs less than a map kept per arg.
-  if (count === 1 || new Set(aws).size === count) {
+  if (count <= FEW_ARGS ? allDistinct(aws) : new Set(aws).size === count) {
     for (let i = 0; i < count; i++) {
       const child = _ensureFutureOn(aws[i], loop);
       loop ??= child._loop;

@@ -444,6 +444,33 @@ describe('gather', () => {
     expect(String(child)).toBe('<Future pending cb=[gather._done_callback()]>');
   });
 
+  it('runs a coroutine and a future given twice once each, and fills every slot', async () => {
+    let runs = 0;
+    function* counted(): Coroutine<string> {
+      runs++;
+      yield;
+      return `run ${runs}`;
+    }
+    const shared = counted();
+    const fut = loop.createFuture<number>();
+    const done = loop.createFuture<number>();
+    done.setResult(7);
+    loop.callLater(0.01, () => fut.setResult(5));
+    function* main(): Coroutine<unknown[]> {
+      return yield* gather(shared, fut, done, shared, fut, done);
+    }
+    expect(await loop.runUntilComplete(main())).toEqual(['run 1', 5, 7, 'run 1', 5, 7]);
+    expect(runs).toBe(1);
+  });
+
+  it('completes at once when every child is done, duplicates included', () => {
+    const done = loop.createFuture<number>();
+    done.setResult(3);
+    const g = gather([done, done], { returnExceptions: true });
+    expect(g.done()).toBe(true);
+    expect(g.result()).toEqual([3, 3]);
+  });
+
   it('runs a coroutine given twice once, and fills both slots, in a large gather too', async () => {
     let runs = 0;
     function* counted(): Coroutine<number> {
