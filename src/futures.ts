@@ -55,6 +55,12 @@ interface NeverRetrieved {
  * report comes when the future is collected, or when its loop closes, whichever is first.
  */
 const unretrieved = new WeakMap<object, WeakRef<Future<unknown>>>();
+/**
+ * The messages of cancellations that carried one, kept aside rather than in a field of every
+ * future: few futures are cancelled, fewer with a message, and every field costs each of the
+ * many pending tasks a program holds.
+ */
+const cancelMessages = new WeakMap<object, string>();
 
 /** Reports errors that nobody retrieved once their future is collected. */
 const neverRetrieved = new FinalizationRegistry<NeverRetrieved>((held) => {
@@ -115,8 +121,6 @@ export class Future<T = unknown> implements PromiseLike<T> {
    * context), else [callback, context, callback, context, ...] in order.
    */
   _cb: Entry | Array<Entry | Context | VarMap> | null = null;
-  /** @internal */
-  _cancelMessage: string | null = null;
 
   /** Create a pending future on `options.loop`, else the running loop, else the current loop. */
   constructor(options?: LoopOption) {
@@ -388,6 +392,16 @@ export class Future<T = unknown> implements PromiseLike<T> {
   set _logTraceback(value: boolean) {
     if (value) throw new RangeError('_log_traceback can only be set to False');
     this._retrieved();
+  }
+
+  /** @internal The message of the last cancellation (asyncio's `_cancel_message`), or null. */
+  get _cancelMessage(): string | null {
+    return cancelMessages.get(this) ?? null;
+  }
+
+  set _cancelMessage(msg: string | null) {
+    if (msg !== null) cancelMessages.set(this, msg);
+    else cancelMessages.delete(this);
   }
 
   /** @internal Register a Task to wake when this future is done (its `__wakeup` done callback). */
