@@ -340,6 +340,19 @@ export class EventLoop {
     if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
   }
 
+  /**
+   * @internal `callSoon(callback)` for I/O that libuv's poll phase reports right now (a socket
+   * read): a loop idle waiting for I/O runs its iterations at once, as asyncio's loop runs what
+   * select() made ready, rather than after the rest of the poll phase (`setImmediate`), so that a
+   * protocol's answer is written before the next socket is read; a loop running or about to run
+   * runs it in its next iteration, as `callSoon` does.
+   */
+  _callSoonFromPoll(callback: () => void): void {
+    if (this.#closed) throw new RuntimeError('Event loop is closed');
+    this.#ready.push(new Handle(callback, this, 0, undefined, undefined, _currentVars()));
+    if (this.#running && !this.#inDrive && !this.#wakePending) this.#drive();
+  }
+
   /** @internal Schedule `callback(arg)` in `context` (a Context, or a captured variable map). */
   _callSoonWith(callback: AnyCallback, arg: unknown, context: Context | null, vars: Context['_vars']): void {
     this._scheduleHandle(new Handle(callback, this, 1, arg, undefined, context ?? vars));

@@ -221,7 +221,7 @@ export class Transport implements LoopResource {
    */
   _received(chunk: Buffer): boolean {
     this.#inbox.push(chunk);
-    this.#deliverSoon();
+    this.#deliverSoon(true);
     return true;
   }
 
@@ -245,8 +245,11 @@ export class Transport implements LoopResource {
     this.#deliverSoon();
   };
 
-  /** Deliver what arrived in a loop iteration (once, however much arrives meanwhile). */
-  #deliverSoon(): void {
+  /**
+   * Deliver what arrived in a loop iteration (once, however much arrives meanwhile); `fromPoll`:
+   * called straight from libuv's poll phase, where a loop waiting for I/O may run at once.
+   */
+  #deliverSoon(fromPoll = false): void {
     if (this.#scheduled || this.#lost) return;
     if (this.#loop.isClosed()) {
       // Nobody will ever read it: let the connection go.
@@ -255,7 +258,8 @@ export class Transport implements LoopResource {
       return;
     }
     this.#scheduled = true;
-    this.#loop.callSoon(this.#deliver);
+    if (fromPoll) this.#loop._callSoonFromPoll(this.#deliver);
+    else this.#loop.callSoon(this.#deliver);
   }
 
   readonly #deliver = (): void => {
