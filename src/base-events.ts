@@ -1007,9 +1007,11 @@ export class EventLoop {
    */
   #spin(wait: number): boolean {
     const pollables = this.#pollables;
+    // No links: no batch to time (a loop serving sockets idles after nearly every read; the clock is not free).
+    if (pollables.length === 0) return false;
     const started = performance.now();
     this.#idleSince = started;
-    if (pollables.length === 0 || this.#arrivalGap >= SPIN_GAP_LIMIT_MS) return false;
+    if (this.#arrivalGap >= SPIN_GAP_LIMIT_MS) return false;
     const end = started + Math.min(SPIN_WINDOW_MS, wait * 1000);
     do {
       for (let i = 0; i < pollables.length; i++) {
@@ -1102,7 +1104,7 @@ export class EventLoop {
           if (wait > CLOCK_RESOLUTION) {
             if (scheduled.length > 0 && this._advanceClock(wait)) continue;
             if (this.#spin(wait)) continue;
-            this.#sleep(Math.min(wait, MAXIMUM_SELECT_TIMEOUT));
+            this.#sleep(Math.min(wait, MAXIMUM_SELECT_TIMEOUT), started);
             this.#inDrive = false;
             if (beating) heartbeat[0] = 0;
             return;
@@ -1133,13 +1135,16 @@ export class EventLoop {
     this.#immediate = setImmediate(this.#drive);
   }
 
-  #sleep(seconds: number): void {
+  /** Sleep `seconds` (until the next timer, or idle); `driveStarted`: when this run of iterations began. */
+  #sleep(seconds: number, driveStarted: number): void {
+    // Idle with a timer armed a second or more from the drive's start (one armed for idling, or
+    // for a timer since cancelled): keep it, a wake-up drives the loop anyway and an early firing
+    // only drives it once for nothing. No clock read: a socket's loop idles after nearly every read.
+    if (seconds >= MAXIMUM_SELECT_TIMEOUT && this.#timer !== null && this.#timerDue - driveStarted >= 1000) return;
     const due = performance.now() + seconds * 1000;
     if (this.#timer !== null) {
-      // Keep an armed timer that fires at the right time (within a millisecond), or one armed
-      // for idling when the loop idles again: a wake-up drives the loop anyway.
+      // Keep an armed timer that fires at the right time (within a millisecond).
       if (Math.abs(this.#timerDue - due) < 1) return;
-      if (seconds >= MAXIMUM_SELECT_TIMEOUT && this.#timerDue - performance.now() >= 1000) return;
       clearTimeout(this.#timer);
     }
     this.#timerDue = due;
