@@ -4,6 +4,7 @@
  * buffer of the thread.
  */
 import { connect, type Socket } from 'node:net';
+import { MessageChannel } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { SocketReads } from '../src/internal/socket-reads.js';
 import { nodeServer } from './helpers/io.js';
@@ -43,7 +44,7 @@ describe('SocketReads', () => {
     }
   });
 
-  it('gives every read memory of its own, whatever its size, while the next reads reuse the buffer', async () => {
+  it('gives every read memory of its own, whatever its size, that no transfer to another thread can take away', async () => {
     const sizes = [1, 100, 4095, 4096, 6000, 16384, 16385, 70000, 200000];
     const messages = sizes.map((size, i) => Buffer.alloc(size, i + 1));
     const peer = await nodeServer((socket) => {
@@ -64,6 +65,19 @@ describe('SocketReads', () => {
       await until(() => ended);
       socket.destroy();
       // Read after all the others came: a chunk that shared memory with a later read would differ.
+      expect(Buffer.compare(Buffer.concat(chunks), Buffer.concat(messages))).toBe(0);
+      // Transferring one chunk's memory (what move() asks) never takes the other chunks along:
+      // Node copies it instead, or (from Node 21 on) refuses.
+      const { port1, port2 } = new MessageChannel();
+      for (const chunk of chunks.filter((each) => each.buffer.byteLength > each.length)) {
+        try {
+          port1.postMessage(chunk, [chunk.buffer as ArrayBuffer]);
+        } catch (error) {
+          expect((error as Error).name).toBe('DataCloneError');
+        }
+      }
+      port1.close();
+      port2.close();
       expect(Buffer.compare(Buffer.concat(chunks), Buffer.concat(messages))).toBe(0);
     } finally {
       peer.server.close();

@@ -5,43 +5,74 @@
  * Node's stream path allocates (and zero-fills) 64 KiB for every read, however little arrived,
  * makes a Buffer and pushes it through a Readable ('data', nextTicks); it also splits a larger
  * message into 64 KiB reads. Here one 256 KiB buffer per thread takes every read (as asyncio's
- * selector transports read 256 KiB), and the copy goes where a small allocation is cheap.
+ * selector transports read 256 KiB), and each read is copied out into memory shared with reads
+ * of similar sizes.
  */
 import * as net from 'node:net';
+import { markAsUntransferable } from 'node:worker_threads';
 
 /** The most bytes one socket read takes (asyncio's selector transports read up to 256 KiB). */
 const READ_SIZE = 256 * 1024;
 /** Reads below this size are copied into Node's own Buffer pool (`Buffer.allocUnsafe` pools below `poolSize / 2`). */
 const NODE_POOLED = 4 * 1024;
-/** Reads up to this size share a slab: a kept chunk holds at most 16 times its size. */
-const SLAB_CHUNK_MAX = 16 * 1024;
-const SLAB_SIZE = 64 * 1024;
+/** Reads up to this size are copied into slabs; larger ones (rare: 128 KiB queued at once) into their own ArrayBuffer. */
+const SLABBED = 128 * 1024;
 
 /** What the kernel reads every socket of this thread into; each read is copied out before the next. */
 let readBuffer: Buffer | null = null;
-/** Where mid-sized reads are copied to, one after the other, until it is full. */
-let slab: Buffer | null = null;
-let slabUsed = 0;
+
+/**
+ * Memory that reads are copied into one after the other; a fresh slab once the last one is full.
+ * A slab is marked untransferable, as Node marks its Buffer pool: `move()` of one read must not
+ * take the other reads of its slab to another thread (Node copies it instead, or from Node 21 on
+ * refuses it).
+ */
+class Slab {
+  readonly #size: number;
+  #slab: Buffer | null = null;
+  #used = 0;
+
+  constructor(size: number) {
+    this.#size = size;
+  }
+
+  /** `n` bytes of the slab, for one read. */
+  take(n: number): Buffer {
+    let slab = this.#slab;
+    if (slab === null || this.#used + n > this.#size) {
+      slab = this.#slab = Buffer.allocUnsafeSlow(this.#size);
+      markAsUntransferable(slab.buffer);
+      this.#used = 0;
+    }
+    const chunk = slab.subarray(this.#used, this.#used + n);
+    // Aligned as Node aligns its pool.
+    this.#used = (this.#used + n + 7) & ~7;
+    return chunk;
+  }
+}
+
+/** Reads of 4-16 KiB share 64 KiB slabs, larger ones up to 128 KiB share 256 KiB slabs: a kept read holds at most 16 times its size. */
+const SMALL_SLABS = new Slab(64 * 1024);
+const LARGE_SLABS = new Slab(256 * 1024);
 
 /**
  * The first `nread` bytes of `buffer` in memory of their own: Node's pool for a small read, a
- * shared slab for a mid-sized one (a fresh ArrayBuffer per read costs more than the copy, and
- * freeing thousands of them in a GC makes the heap shrink and fault its pages back in), their own
- * allocation for a large one.
+ * slab for a larger one. Not an ArrayBuffer per read: that costs more than the copy (about 1 us
+ * against 0.3 us to copy 10 KiB), and V8 frees them by the thousand at each GC (some 60 MB
+ * between "external memory pressure" scavenges at 100 KiB a read), after which glibc often gives
+ * the memory back to the kernel and the next reads fault it in again: 6 to 17 page faults per
+ * 100 KiB read in some processes (Node's own stream path and raw net servers suffer it too), none
+ * to 1 with slabs. The price: another thread receiving a read gets a copy of its whole slab.
  */
 function copyOut(buffer: Buffer, nread: number): Buffer {
-  let chunk: Buffer;
-  if (nread < NODE_POOLED) chunk = Buffer.allocUnsafe(nread);
-  else if (nread > SLAB_CHUNK_MAX) chunk = Buffer.allocUnsafeSlow(nread);
-  else {
-    if (slab === null || slabUsed + nread > SLAB_SIZE) {
-      slab = Buffer.allocUnsafeSlow(SLAB_SIZE);
-      slabUsed = 0;
-    }
-    chunk = slab.subarray(slabUsed, slabUsed + nread);
-    // Aligned as Node aligns its pool.
-    slabUsed = (slabUsed + nread + 7) & ~7;
-  }
+  const chunk =
+    nread < NODE_POOLED
+      ? Buffer.allocUnsafe(nread)
+      : nread <= 16 * 1024
+        ? SMALL_SLABS.take(nread)
+        : nread <= SLABBED
+          ? LARGE_SLABS.take(nread)
+          : Buffer.allocUnsafeSlow(nread);
   buffer.copy(chunk, 0, 0, nread);
   return chunk;
 }
