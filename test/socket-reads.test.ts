@@ -19,16 +19,19 @@ async function until(done: () => boolean): Promise<void> {
 describe('SocketReads', () => {
   it('keeps what arrives before a transport is attached, reads no further until then, and hands it over first', async () => {
     const tail = Buffer.alloc(1 << 20, 0x61);
+    // 'hello' first; the rest once the client says it has read it (so the first read holds 'hello' only).
     const peer = await nodeServer((socket) => {
       socket.write('hello');
-      setTimeout(() => socket.end(Buffer.concat([Buffer.from('world'), tail])), 30);
+      socket.once('data', () => socket.end(Buffer.concat([Buffer.from('world'), tail])));
     });
     try {
       const reads = new SocketReads();
       const socket: Socket = connect({ port: peer.port, host: '127.0.0.1', onread: reads.options });
       let ended = false;
       socket.on('end', () => (ended = true));
-      await settle(150);
+      await until(() => socket.bytesRead > 0);
+      socket.write('go');
+      await settle(100);
       // One read came ('hello'), then reading stopped: the rest waits in the kernel.
       const readBeforeAttach = socket.bytesRead;
       const chunks: Buffer[] = [];

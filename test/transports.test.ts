@@ -483,9 +483,15 @@ describe('Transport: bytes from sockets', () => {
       const seen = await run(
         (function* () {
           const loop = getRunningLoop();
-          const [transport, protocol] = yield* loop.createConnection(() => new Keeper(), '127.0.0.1', peer.port);
+          // Paused from the first dataReceived on, before the peer's 8 MiB could all be read.
+          class PausesAtOnce extends Keeper {
+            override dataReceived(data: Uint8Array): void {
+              super.dataReceived(data);
+              if (this.kept.length === 1) this.transport!.pauseReading();
+            }
+          }
+          const [transport, protocol] = yield* loop.createConnection(() => new PausesAtOnce(), '127.0.0.1', peer.port);
           yield* until(() => protocol.kept.length > 0);
-          transport.pauseReading();
           const socket = transport.getExtraInfo('socket') as Socket;
           const before = [protocol.kept.length, socket.bytesRead];
           yield* sleep(0.1);
