@@ -340,6 +340,19 @@ export class EventLoop {
     if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
   }
 
+  /**
+   * @internal `callSoon(callback)` for I/O that libuv's poll phase reports right now (a socket
+   * read): a loop idle waiting for I/O runs its iterations at once, as asyncio's loop runs what
+   * select() made ready, rather than after the rest of the poll phase (`setImmediate`), so that a
+   * protocol's answer is written before the next socket is read; a loop running or about to run
+   * runs it in its next iteration, as `callSoon` does.
+   */
+  _callSoonFromPoll(callback: () => void): void {
+    if (this.#closed) throw new RuntimeError('Event loop is closed');
+    this.#ready.push(new Handle(callback, this, 0, undefined, undefined, _currentVars()));
+    if (this.#running && !this.#inDrive && !this.#wakePending) this.#drive();
+  }
+
   /** @internal Schedule `callback(arg)` in `context` (a Context, or a captured variable map). */
   _callSoonWith(callback: AnyCallback, arg: unknown, context: Context | null, vars: Context['_vars']): void {
     this._scheduleHandle(new Handle(callback, this, 1, arg, undefined, context ?? vars));
@@ -994,9 +1007,11 @@ export class EventLoop {
    */
   #spin(wait: number): boolean {
     const pollables = this.#pollables;
+    // No links: no batch to time (a loop serving sockets idles after nearly every read; the clock is not free).
+    if (pollables.length === 0) return false;
     const started = performance.now();
     this.#idleSince = started;
-    if (pollables.length === 0 || this.#arrivalGap >= SPIN_GAP_LIMIT_MS) return false;
+    if (this.#arrivalGap >= SPIN_GAP_LIMIT_MS) return false;
     const end = started + Math.min(SPIN_WINDOW_MS, wait * 1000);
     do {
       for (let i = 0; i < pollables.length; i++) {
@@ -1089,7 +1104,7 @@ export class EventLoop {
           if (wait > CLOCK_RESOLUTION) {
             if (scheduled.length > 0 && this._advanceClock(wait)) continue;
             if (this.#spin(wait)) continue;
-            this.#sleep(Math.min(wait, MAXIMUM_SELECT_TIMEOUT));
+            this.#sleep(Math.min(wait, MAXIMUM_SELECT_TIMEOUT), started);
             this.#inDrive = false;
             if (beating) heartbeat[0] = 0;
             return;
@@ -1120,13 +1135,16 @@ export class EventLoop {
     this.#immediate = setImmediate(this.#drive);
   }
 
-  #sleep(seconds: number): void {
+  /** Sleep `seconds` (until the next timer, or idle); `driveStarted`: when this run of iterations began. */
+  #sleep(seconds: number, driveStarted: number): void {
+    // Idle with a timer armed a second or more from the drive's start (one armed for idling, or
+    // for a timer since cancelled): keep it, a wake-up drives the loop anyway and an early firing
+    // only drives it once for nothing. No clock read: a socket's loop idles after nearly every read.
+    if (seconds >= MAXIMUM_SELECT_TIMEOUT && this.#timer !== null && this.#timerDue - driveStarted >= 1000) return;
     const due = performance.now() + seconds * 1000;
     if (this.#timer !== null) {
-      // Keep an armed timer that fires at the right time (within a millisecond), or one armed
-      // for idling when the loop idles again: a wake-up drives the loop anyway.
+      // Keep an armed timer that fires at the right time (within a millisecond).
       if (Math.abs(this.#timerDue - due) < 1) return;
-      if (seconds >= MAXIMUM_SELECT_TIMEOUT && this.#timerDue - performance.now() >= 1000) return;
       clearTimeout(this.#timer);
     }
     this.#timerDue = due;

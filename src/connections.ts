@@ -15,6 +15,7 @@ import type { Future } from './futures.js';
 import { INSPECT, repr } from './internal/format.js';
 import { eventFuture } from './internal/node-events.js';
 import type { DatagramProtocol, Protocol } from './protocols.js';
+import { SocketReads, adoptWithOnread } from './internal/socket-reads.js';
 import { DatagramTransport, Transport, _trackOpen, _untrackOpen, type LoopResource, type TransportOwner } from './transports.js';
 
 /** Options of `loop.createConnection`. */
@@ -120,9 +121,10 @@ export function* _createConnection<P extends Protocol>(
     throw new RangeError('serverHostname is only meaningful with ssl');
   }
   const target = 'port' in endpoint ? { host: endpoint.host as string, port: endpoint.port } : { path: endpoint.path };
+  const reads = ssl === undefined || ssl === false ? new SocketReads() : null;
   const socket =
-    ssl === undefined || ssl === false
-      ? net.connect({ ...target, allowHalfOpen: true })
+    reads !== null
+      ? net.connect({ ...target, allowHalfOpen: true, onread: reads.options })
       : loadTls().connect({
           ...(ssl === true ? {} : ssl),
           ...target,
@@ -144,7 +146,7 @@ export function* _createConnection<P extends Protocol>(
   const made = loop.createFuture<undefined>();
   // TCP_NODELAY, as asyncio sets on every TCP transport: a small write goes out at once.
   if ('port' in target) socket.setNoDelay(true);
-  const transport = new Transport(loop, protocol, { readable: socket, writable: socket, made, extra: 'path' in target ? { path: target.path } : {} });
+  const transport = new Transport(loop, protocol, { readable: socket, writable: socket, made, reads, extra: 'path' in target ? { path: target.path } : {} });
   try {
     yield* made;
   } catch (error) {
@@ -172,6 +174,7 @@ export class Server implements TransportOwner, LoopResource {
   readonly #netServer: net.Server;
   readonly #listen: net.ListenOptions;
   readonly #unixPath: string | null;
+  readonly #secure: boolean;
   #open = true;
   #serving = false;
   #listening = false;
@@ -186,6 +189,7 @@ export class Server implements TransportOwner, LoopResource {
     this.#netServer = netServer;
     this.#listen = listen;
     this.#unixPath = unixPath;
+    this.#secure = secure;
     netServer.on(secure ? 'secureConnection' : 'connection', this.#accept);
     if (secure) {
       // A client that fails its handshake never becomes a connection: asyncio logs it in debug mode only.
@@ -202,36 +206,39 @@ export class Server implements TransportOwner, LoopResource {
     if (this.#unixPath !== null) removeStaleSocket(this.#unixPath);
   }
 
-  readonly #accept = (socket: net.Socket): void => {
+  readonly #accept = (accepted: net.Socket): void => {
     if (!this.#serving || this.#loop.isClosed()) {
-      socket.destroy();
+      accepted.destroy();
       return;
     }
     // Until the transport listens, an error (a reset) must not go unheard; the socket then closes.
-    socket.on('error', ignoreEarlyError);
+    accepted.on('error', ignoreEarlyError);
     // Nothing is read before the transport listens: a socket stays paused until then.
     this.#loop.callSoon(() => {
-      socket.off('error', ignoreEarlyError);
-      if (!this.#open || socket.destroyed) {
-        socket.destroy();
+      accepted.off('error', ignoreEarlyError);
+      if (!this.#open || accepted.destroyed) {
+        accepted.destroy();
         return;
       }
       let protocol: Protocol;
       try {
         protocol = this.#factory();
       } catch (error) {
-        socket.destroy();
+        accepted.destroy();
         this.#loop.callExceptionHandler({
           message: 'Error on transport creation for incoming connection',
           exception: error instanceof Error ? error : new RuntimeError(String(error)),
         });
         return;
       }
+      const reads = this.#secure ? null : new SocketReads();
+      const socket = reads === null ? accepted : adoptWithOnread(accepted, reads);
       if (this.#unixPath === null) socket.setNoDelay(true);
       const transport = new Transport(this.#loop, protocol, {
         readable: socket,
         writable: socket,
         owner: this,
+        reads,
         extra: this.#unixPath === null ? {} : { path: this.#unixPath },
       });
       this.#clients.add(transport);
@@ -440,7 +447,9 @@ export function* _createServer(
     if (!hasReusePort()) throw new RangeError(`reusePort needs Node 22.12 or later (SO_REUSEPORT in net.Server.listen); this is Node ${process.version}`);
     (listen as net.ListenOptions & { reusePort?: boolean }).reusePort = true;
   }
-  const netServer = options.ssl === undefined ? net.createServer({ allowHalfOpen: true }) : loadTls().createServer({ ...options.ssl, allowHalfOpen: true });
+  // Accepted plain sockets wait paused: their handle moves to a socket read through onread (adoptWithOnread).
+  const netServer =
+    options.ssl === undefined ? net.createServer({ allowHalfOpen: true, pauseOnConnect: true }) : loadTls().createServer({ ...options.ssl, allowHalfOpen: true });
   const server = new Server(loop, protocolFactory, netServer, listen, unixPath, options.ssl !== undefined);
   if (options.startServing === false) {
     // asyncio binds at once and listens later; Node binds as it listens: both happen at startServing().

@@ -3,6 +3,8 @@
  * protocol that throws, half-close, pausing reading, write-buffer limits with pauseWriting and
  * resumeWriting, abort; UDP endpoints; getaddrinfo.
  */
+import { createHash, randomBytes } from 'node:crypto';
+import { connect as netConnect, type Server as NetServer, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import {
@@ -16,6 +18,7 @@ import {
   type ExceptionContext,
   type SocketAddress,
   Transport,
+  ensureFuture,
 } from '../src/index.js';
 import { nodeServer, until } from './helpers/io.js';
 
@@ -359,6 +362,195 @@ describe('Transport and Protocol', () => {
     expect(seen.server).toEqual(['made', 'data:echo me', 'eof', 'lost:null']);
     expect(seen.samePort).toBe(true);
     expect((seen.peer as [string, number])[0]).toBe('127.0.0.1');
+  });
+});
+
+/** Bytes whose every position says which message and offset it is: a byte overwritten later shows. */
+function patterned(message: number, size: number): Buffer {
+  const data = Buffer.allocUnsafe(size);
+  for (let i = 0; i < size; i++) data[i] = (message * 131 + i * 7) & 0xff;
+  return data;
+}
+
+/** A protocol that keeps every Uint8Array dataReceived gave it, with a copy taken at the time. */
+class Keeper extends Protocol {
+  readonly kept: Uint8Array[] = [];
+  readonly copies: Buffer[] = [];
+  transport: Transport | null = null;
+  eof = false;
+  lost = false;
+
+  override connectionMade(transport: Transport): void {
+    this.transport = transport;
+  }
+
+  override dataReceived(data: Uint8Array): void {
+    this.kept.push(data);
+    this.copies.push(Buffer.from(data));
+  }
+
+  override eofReceived(): boolean {
+    this.eof = true;
+    return false;
+  }
+
+  override connectionLost(): void {
+    this.lost = true;
+  }
+
+  /** Everything received, as kept now; and whether every kept array still holds what it held when it came. */
+  received(): { all: Buffer; unchanged: boolean } {
+    const all = Buffer.concat(this.kept);
+    return { all, unchanged: this.kept.every((data, i) => Buffer.compare(Buffer.from(data), this.copies[i] as Buffer) === 0) };
+  }
+}
+
+/** Sizes from a byte to 300 KiB: small reads, mid-sized ones, and reads larger than Node's 64 KiB. */
+const SIZES = [1, 700, 3000, 4096, 5000, 10240, 16384, 20000, 65536, 100 * 1024, 300 * 1024];
+
+describe('Transport: bytes from sockets', () => {
+  it('a protocol that keeps the bytes dataReceived gave it still sees them after more data arrives (client side)', async () => {
+    // Each message waits for the previous one to be read, so reads do not merge and every size is seen.
+    const messages = SIZES.map((size, i) => patterned(i, size));
+    const peer = await nodeServer((socket) => {
+      let i = 0;
+      const next = (): void => {
+        if (i < messages.length) socket.write(messages[i++] as Buffer, () => setTimeout(next, 5));
+        else socket.end();
+      };
+      next();
+    });
+    try {
+      const seen = await run(
+        (function* () {
+          const [, protocol] = yield* getRunningLoop().createConnection(() => new Keeper(), '127.0.0.1', peer.port);
+          yield* until(() => protocol.lost);
+          return protocol.received();
+        })(),
+      );
+      expect(seen.unchanged).toBe(true);
+      expect(Buffer.compare(seen.all, Buffer.concat(messages))).toBe(0);
+    } finally {
+      peer.server.close();
+    }
+  });
+
+  it('the bytes each accepted connection keeps stay its own while other connections read (server side)', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        const accepted: Keeper[] = [];
+        const server = yield* loop.createServer(() => {
+          const protocol = new Keeper();
+          accepted.push(protocol);
+          return protocol;
+        }, '127.0.0.1', 0);
+        const [, port] = server.address() as [string, number];
+        // Three Node clients write their messages interleaved: the server reads them all through one buffer.
+        const sent: Buffer[][] = [[], [], []];
+        const clients = sent.map(() => netConnect(port, '127.0.0.1'));
+        for (let i = 0; i < SIZES.length; i++) {
+          for (let c = 0; c < clients.length; c++) {
+            const message = patterned(i * 3 + c, SIZES[i] as number);
+            (sent[c] as Buffer[]).push(message);
+            (clients[c] as Socket).write(message);
+          }
+          yield* sleep(0.005);
+        }
+        for (const client of clients) client.end();
+        yield* until(() => accepted.length === 3 && accepted.every((protocol) => protocol.lost));
+        server.close();
+        yield* server.waitClosed();
+        // Which accepted connection is which client: the first byte tells.
+        return accepted.map((protocol) => {
+          const { all, unchanged } = protocol.received();
+          const c = sent.findIndex((messages) => (messages[0] as Buffer)[0] === all[0]);
+          return { unchanged, exact: c !== -1 && Buffer.compare(all, Buffer.concat(sent[c] as Buffer[])) === 0 };
+        });
+      })(),
+    );
+    expect(seen).toEqual([
+      { unchanged: true, exact: true },
+      { unchanged: true, exact: true },
+      { unchanged: true, exact: true },
+    ]);
+  });
+
+  it('pauseReading stops reading from the socket; resumeReading delivers every byte in order', async () => {
+    const payload = randomBytes(8 << 20);
+    const peer = await nodeServer((socket) => socket.end(payload));
+    try {
+      const seen = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          // Paused from the first dataReceived on, before the peer's 8 MiB could all be read.
+          class PausesAtOnce extends Keeper {
+            override dataReceived(data: Uint8Array): void {
+              super.dataReceived(data);
+              if (this.kept.length === 1) this.transport!.pauseReading();
+            }
+          }
+          const [transport, protocol] = yield* loop.createConnection(() => new PausesAtOnce(), '127.0.0.1', peer.port);
+          yield* until(() => protocol.kept.length > 0);
+          const socket = transport.getExtraInfo('socket') as Socket;
+          const before = [protocol.kept.length, socket.bytesRead];
+          yield* sleep(0.1);
+          // Nothing delivered, and nothing read from the socket: the rest waits in the kernel (and the peer).
+          const duringPause = [protocol.kept.length - (before[0] as number), socket.bytesRead - (before[1] as number)];
+          transport.resumeReading();
+          yield* until(() => protocol.lost);
+          const { all, unchanged } = protocol.received();
+          return { duringPause, partial: (before[1] as number) > 0 && (before[1] as number) < payload.length, unchanged, exact: Buffer.compare(all, payload) === 0, eof: protocol.eof };
+        })(),
+      );
+      expect(seen).toEqual({ duringPause: [0, 0], partial: true, unchanged: true, exact: true, eof: true });
+    } finally {
+      peer.server.close();
+    }
+  });
+
+  it('echoes large messages exactly through a protocol server, and the net.Server counts its connections until they end', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        class Echo extends Protocol {
+          #transport: Transport | null = null;
+          override connectionMade(transport: Transport): void {
+            this.#transport = transport;
+          }
+          override dataReceived(data: Uint8Array): void {
+            this.#transport!.write(data);
+          }
+        }
+        const server = yield* loop.createServer(() => new Echo(), '127.0.0.1', 0);
+        const [, port] = server.address() as [string, number];
+        const netServer = server.sockets[0] as NetServer;
+        const count = (): Promise<number> => new Promise((resolve, reject) => netServer.getConnections((error, n) => (error ? reject(error) : resolve(n))));
+        const echoOnce = function* (payload: Buffer): Coroutine<[Transport, Keeper]> {
+          const [transport, protocol] = yield* loop.createConnection(() => new Keeper(), '127.0.0.1', port);
+          transport.write(payload);
+          yield* until(() => protocol.kept.reduce((n, data) => n + data.length, 0) >= payload.length);
+          return [transport, protocol];
+        };
+        const payloads = [randomBytes(100 * 1024), randomBytes(1 << 20), randomBytes(5 << 20)];
+        const results: Array<[Transport, Keeper]> = [];
+        for (const payload of payloads) results.push(yield* echoOnce(payload));
+        const open = yield* ensureFuture(count());
+        for (const [transport] of results) transport.close();
+        yield* until(() => results.every(([, protocol]) => protocol.lost));
+        server.close();
+        yield* server.waitClosed();
+        const afterwards = yield* ensureFuture(count());
+        const digest = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
+        return {
+          open,
+          afterwards,
+          unchanged: results.every(([, protocol]) => protocol.received().unchanged),
+          exact: results.every(([, protocol], i) => digest(protocol.received().all) === digest(payloads[i] as Buffer)),
+        };
+      })(),
+    );
+    expect(seen).toEqual({ open: 3, afterwards: 0, unchanged: true, exact: true });
   });
 });
 
