@@ -231,8 +231,10 @@ export class Server implements TransportOwner, LoopResource {
         });
         return;
       }
-      const reads = this.#secure ? null : new SocketReads();
-      const socket = reads === null ? accepted : adoptWithOnread(accepted, reads);
+      let reads = this.#secure ? null : new SocketReads();
+      const adopted = reads === null ? null : adoptWithOnread(accepted, reads);
+      if (adopted === null) reads = null;
+      const socket = adopted ?? accepted;
       if (this.#unixPath === null) socket.setNoDelay(true);
       const transport = new Transport(this.#loop, protocol, {
         readable: socket,
@@ -241,6 +243,8 @@ export class Server implements TransportOwner, LoopResource {
         reads,
         extra: this.#unixPath === null ? {} : { path: this.#unixPath },
       });
+      // Accepted paused (pauseOnConnect) and read as a stream after all: its 'data' listener does not start it.
+      if (reads === null && !this.#secure) socket.resume();
       this.#clients.add(transport);
     });
   };

@@ -3,10 +3,10 @@
  * what arrives before a transport is attached, and reads of every size copied out of the one
  * buffer of the thread.
  */
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { MessageChannel } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { SocketReads } from '../src/internal/socket-reads.js';
+import { SocketReads, adoptWithOnread } from '../src/internal/socket-reads.js';
 import { nodeServer } from './helpers/io.js';
 
 const settle = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -84,6 +84,31 @@ describe('SocketReads', () => {
       expect(Buffer.compare(Buffer.concat(chunks), Buffer.concat(messages))).toBe(0);
     } finally {
       peer.server.close();
+    }
+  });
+
+  it('adoptWithOnread: a socket without the private fields it moves is given back unmoved, and still reads as a stream', async () => {
+    const accepted: Socket[] = [];
+    const server = createServer({ pauseOnConnect: true }, (socket) => accepted.push(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    const client = connect(port, '127.0.0.1');
+    try {
+      await until(() => accepted.length === 1);
+      const socket = accepted[0] as Socket;
+      // As a Node that renamed its fields would have it.
+      delete (socket as unknown as { _server?: unknown })._server;
+      expect(adoptWithOnread(socket, new SocketReads())).toBeNull();
+      const got: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => got.push(chunk));
+      socket.resume();
+      client.write('still read');
+      await until(() => Buffer.concat(got).length === 10);
+      expect(Buffer.concat(got).toString()).toBe('still read');
+      socket.destroy();
+    } finally {
+      client.destroy();
+      server.close();
     }
   });
 });

@@ -137,10 +137,14 @@ interface SocketInternals {
  * socket read through `onread` with `reads`' options. net.Server cannot give that option to the
  * sockets it makes, so the connection's handle moves to a new socket made with it; the server
  * keeps counting the connection, and the old socket, left without a handle, is dropped.
+ *
+ * Null when `accepted` lacks the private fields this relies on (as Node 20 to 24 have them): a
+ * Node that changed them gets its socket back unmoved, to be read as a stream.
  */
-export function adoptWithOnread(accepted: net.Socket, reads: SocketReads): net.Socket {
+export function adoptWithOnread(accepted: net.Socket, reads: SocketReads): net.Socket | null {
   const old = accepted as unknown as SocketInternals;
   const handle = old._handle;
+  if (typeof handle !== 'object' || handle === null || !('server' in old) || !('_server' in old)) return null;
   old._handle = null;
   const socket = new net.Socket({ handle, allowHalfOpen: accepted.allowHalfOpen, readable: true, writable: true, onread: reads.options } as net.SocketConstructorOpts);
   const moved = socket as unknown as SocketInternals;
