@@ -9,7 +9,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { median, type Row } from './harness.js';
 
@@ -46,16 +46,40 @@ async function startServer(kind: Kind, py: string | null): Promise<{ child: Chil
   return { child, port: Number(line.toString().trim()) };
 }
 
-/** Requests per second the client process measured against `port`. */
-async function measure(port: number, size: number): Promise<number> {
+/** The CPU time (user and system, milliseconds) process `pid` has used, where Linux's /proc tells it; else null. */
+function cpuMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime, in clock ticks of 10 ms (USER_HZ is 100 on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/** One measurement: requests per second, and the server's CPU time per request (µs) where known. */
+interface Measured {
+  rate: number;
+  serverCpu: number | null;
+}
+
+/** Requests per second the client process measured against `server`, and what they cost the server. */
+async function measure(server: { child: ChildProcess; port: number }, size: number): Promise<Measured> {
+  const { port } = server;
+  const cpuBefore = cpuMs(server.child.pid);
   const [program, ...args] = pinned(1, [process.execPath, CLIENT, String(port), String(size), String(MEASURE_MS), String(CONNECTIONS)]) as [string, ...string[]];
   const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const [code] = (await once(child, 'exit')) as [number];
   if (code !== 0) throw new Error(`the echo client exited with ${code}`);
-  const { requests, ms } = JSON.parse(out) as { requests: number; ms: number };
-  return (requests / ms) * 1000;
+  const cpuAfter = cpuMs(server.child.pid);
+  const { requests, ms, all } = JSON.parse(out) as { requests: number; ms: number; all: number };
+  // The server's CPU over the client's whole run, per request answered in it (warm-up included).
+  const serverCpu = cpuBefore === null || cpuAfter === null ? null : ((cpuAfter - cpuBefore) * 1000) / all;
+  return { rate: (requests / ms) * 1000, serverCpu };
 }
 
 /** Run the echo-server workloads. */
@@ -67,12 +91,15 @@ export async function ioWorkloads(log: (line: string) => void): Promise<Row[]> {
   const servers = new Map<Kind, { child: ChildProcess; port: number }>();
   for (const kind of kinds) servers.set(kind, await startServer(kind, py));
   const results = new Map<string, number[]>();
+  const serverCpus = new Map<string, number[]>();
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const size of SIZES) {
         for (const kind of kinds) {
           const key = `${kind}/${size}`;
-          results.set(key, [...(results.get(key) ?? []), await measure(servers.get(kind)!.port, size)]);
+          const { rate, serverCpu } = await measure(servers.get(kind)!, size);
+          results.set(key, [...(results.get(key) ?? []), rate]);
+          if (serverCpu !== null) serverCpus.set(key, [...(serverCpus.get(key) ?? []), serverCpu]);
         }
       }
     }
@@ -83,15 +110,23 @@ export async function ioWorkloads(log: (line: string) => void): Promise<Row[]> {
     const values = results.get(`${kind}/${size}`);
     return values === undefined ? null : median(values);
   };
+  /** `, server CPU x µs/req` for `kind` at `size`, when /proc told it. */
+  const cpu = (kind: Kind, size: number): string => {
+    const values = serverCpus.get(`${kind}/${size}`);
+    return values === undefined ? '' : ` (server CPU ${median(values).toFixed(1)} µs/req)`;
+  };
   const rows: Row[] = [];
   for (const size of SIZES) {
     const label = `${size / 1024} KiB`;
     const raw = rate('raw', size) as number;
-    log(`  echo ${label}: raw Node net ${raw.toFixed(0)} req/s = ${((raw * size) / (1 << 20)).toFixed(1)} MiB/s`);
+    log(`  echo ${label}: raw Node net ${raw.toFixed(0)} req/s = ${((raw * size) / (1 << 20)).toFixed(1)} MiB/s${cpu('raw', size)}`);
     for (const kind of ['streams', 'protocols'] as const) {
       const ours = rate(kind, size) as number;
       const peer = rate(`uvloop-${kind}`, size);
-      log(`  echo ${label}: multiloop ${kind} ${ours.toFixed(0)} req/s = ${((ours * size) / (1 << 20)).toFixed(1)} MiB/s` + (peer === null ? '' : `, uvloop ${kind} ${peer.toFixed(0)} req/s`));
+      log(
+        `  echo ${label}: multiloop ${kind} ${ours.toFixed(0)} req/s = ${((ours * size) / (1 << 20)).toFixed(1)} MiB/s${cpu(kind, size)}` +
+          (peer === null ? '' : `, uvloop ${kind} ${peer.toFixed(0)} req/s${cpu(`uvloop-${kind}`, size)}`),
+      );
       if (peer !== null) {
         rows.push({
           workload: `echo ${label}, ${kind}, 10 connections`,
