@@ -31,7 +31,7 @@ export interface LoopOption {
   loop?: EventLoop;
 }
 
-/** @internal A Task, as far as futures need to know one: it is woken through its own handle. */
+/** @internal Who waits through a future's done-callback entry without a callback: a Task (woken through its own handle), or a gather. */
 export interface Waiter {
   _wakeupFrom(future: Future<unknown>): void;
   /** How a waited-on future's repr names the entry (asyncio names the callback). */

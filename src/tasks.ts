@@ -130,7 +130,7 @@ class GatheringFuture extends Future<unknown[]> implements Waiter {
   /** Set when `cancel()` reached at least one child: the outcome is then a CancelledError. */
   #cancelRequested = false;
 
-  /** Watch the children, `byArg` holding each once; those already done count at once. */
+  /** Watch the children, `distinct` holding each of the `count` distinct ones once; those already done count at once. */
   constructor(children: Array<Future<unknown>>, distinct: Iterable<Future<unknown>>, count: number, returnExceptions: boolean) {
     super({ loop: (children[0] as Future<unknown>).getLoop() });
     this.#children = children;
@@ -139,13 +139,13 @@ class GatheringFuture extends Future<unknown[]> implements Waiter {
     // Children already done are accounted for now (asyncio 3.12+), so an all-done gather is done.
     for (const child of distinct) {
       if (child._state !== PENDING) {
-        if (++this.#finished === this.#count) this.#last = child;
+        this.#tally(child);
         this.#childDone(child);
       } else if (child.addDoneCallback === futureAddDoneCallback) {
         child._addWaiter(this);
       } else {
         const callback = (done: Future<unknown>): void => {
-          if (++this.#finished === this.#count) this.#last = done;
+          this.#tally(done);
           this.#childDone(done);
         };
         awaitedThrough(callback, this);
@@ -173,9 +173,15 @@ class GatheringFuture extends Future<unknown[]> implements Waiter {
 
   /** @internal A child finished: count it, and run its callback through the loop when it can matter. */
   _wakeupFrom(child: Future<unknown>): void {
-    if (++this.#finished === this.#count) this.#last = child;
-    else if (child._state === FINISHED) return;
+    if (!this.#tally(child) && child._state === FINISHED) return;
     this._loop._callSoonWith(this.#childDone, child, null, null);
+  }
+
+  /** Count `child` as finished; whether it was the last (whose callback then decides the outcome). */
+  #tally(child: Future<unknown>): boolean {
+    if (++this.#finished < this.#count) return false;
+    this.#last = child;
+    return true;
   }
 
   /** @internal How the child's repr names this entry. */
