@@ -20,6 +20,13 @@ const SLABBED = 128 * 1024;
 
 /** What the kernel reads every socket of this thread into; each read is copied out before the next. */
 let readBuffer: Buffer | null = null;
+/**
+ * The first `readViewLength` bytes of `readBuffer`: the source of the last copy, kept for the
+ * next read of the same length (a protocol's reads often are), which then makes no view of its
+ * own: `TypedArray.set` from it costs less than `Buffer.copy`, which makes one at every call.
+ */
+let readView: Uint8Array = new Uint8Array(0);
+let readViewLength = -1;
 
 /**
  * Memory that reads are copied into one after the other; a fresh slab once the last one is full.
@@ -65,6 +72,10 @@ const LARGE_SLABS = new Slab(256 * 1024);
  * to 1 with slabs. The price: another thread receiving a read gets a copy of its whole slab.
  */
 function copyOut(buffer: Buffer, nread: number): Buffer {
+  if (nread !== readViewLength || buffer !== readBuffer) {
+    readView = new Uint8Array(buffer.buffer, buffer.byteOffset, nread);
+    readViewLength = buffer === readBuffer ? nread : -1;
+  }
   const chunk =
     nread < NODE_POOLED
       ? Buffer.allocUnsafe(nread)
@@ -73,7 +84,7 @@ function copyOut(buffer: Buffer, nread: number): Buffer {
         : nread <= SLABBED
           ? LARGE_SLABS.take(nread)
           : Buffer.allocUnsafeSlow(nread);
-  buffer.copy(chunk, 0, 0, nread);
+  chunk.set(readView);
   return chunk;
 }
 
