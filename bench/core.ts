@@ -3,11 +3,13 @@
  * switches, timers with half cancelled, heap bytes per pending task.
  */
 import { newEventLoop, type Coroutine, type Future } from '../src/index.js';
-import { collectGarbage, interleaved, medianOf, now, percentile, perSecond, type Row } from './harness.js';
+import { collectGarbage, freshPairs, median, medianOf, now, percentile, perSecond, type Row } from './harness.js';
 
 const RUNS = 5;
-/** Pairs of timer runs (multiloop, then setTimeout, or the other way round). */
-const TIMER_ROUNDS = 5;
+/** Processes of timer runs for each side (one run each, after one to warm up). */
+const TIMER_ROUNDS = 7;
+/** Processes of task spawn runs for each side (three runs each, after one to warm up). */
+const SPAWN_ROUNDS = 3;
 
 export async function callSoonChain(count: number): Promise<number> {
   const loop = newEventLoop();
@@ -126,7 +128,8 @@ async function asyncFunctionSwitches(tasks: number, times: number): Promise<numb
   return perSecond(tasks * times, now() - started);
 }
 
-interface TimerResult {
+/** What one run of the timer workload measured. */
+export interface TimerResult {
   opsPerSecond: number;
   lateP50: number;
   lateP99: number;
@@ -232,6 +235,12 @@ async function heapPerPendingAsyncFunction(count: number): Promise<number> {
   return (after - before - count * 8) / count;
 }
 
+/** Task spawn+complete and its baseline (bench/solo.ts runs each in processes of its own). */
+export const spawnPair: [() => Promise<number>, () => Promise<number>] = [() => taskSpawn(500_000), () => asyncFunctionSpawn(500_000)];
+
+/** 200k timers and 200k setTimeouts (bench/solo.ts runs each in processes of its own). */
+export const timerPair: [() => Promise<TimerResult>, () => Promise<TimerResult>] = [() => timers(200_000, 0.2), () => nodeTimers(200_000, 0.2)];
+
 /** Run the core workloads. */
 export async function coreWorkloads(log: (line: string) => void): Promise<Row[]> {
   const rows: Row[] = [];
@@ -257,11 +266,12 @@ export async function coreWorkloads(log: (line: string) => void): Promise<Row[]>
     baselineName: 'setImmediate burst',
     higherIsBetter: true,
   });
+  const [spawns, asyncSpawns] = freshPairs<number>('spawn', SPAWN_ROUNDS, 3);
   add({
     workload: 'task spawn+complete',
     unit: 'tasks/s',
-    value: await medianOf(RUNS, () => taskSpawn(500_000)),
-    baseline: await medianOf(RUNS, () => asyncFunctionSpawn(500_000)),
+    value: median(spawns),
+    baseline: median(asyncSpawns),
     baselineName: 'async function + Promise.all',
     higherIsBetter: true,
     target: '>= 1.5 M/s',
@@ -275,8 +285,7 @@ export async function coreWorkloads(log: (line: string) => void): Promise<Row[]>
     higherIsBetter: true,
     target: '>= 15 M/s',
   });
-  // Interleaved, which goes first alternating: each run leaves 200k timers' worth of heap behind.
-  const [ours, node] = await interleaved(TIMER_ROUNDS, () => timers(200_000, 0.2), () => nodeTimers(200_000, 0.2));
+  const [ours, node] = freshPairs<TimerResult>('timers', TIMER_ROUNDS, 1);
   const mid = (list: TimerResult[], key: keyof TimerResult): number => percentile(list.map((r) => r[key]), 50);
   add({
     workload: '200k timers, half cancelled',

@@ -2,12 +2,15 @@
  * A small benchmark harness: each workload runs several times and reports its median beside
  * the Node baseline measured in the same run.
  */
+import { spawnSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
 
 setFlagsFromString('--expose-gc');
 const gcFunction = runInNewContext('gc') as () => void;
+const SOLO = fileURLToPath(new URL('./solo.js', import.meta.url));
 
 /** Collect garbage now, several times so finalizers and weak cells settle. */
 export function collectGarbage(): void {
@@ -83,6 +86,33 @@ export async function interleaved<A, B>(rounds: number, a: () => Promise<A> | A,
     }
   }
   return [as, bs];
+}
+
+/**
+ * Run both sides of the pair of workloads `name` of bench/solo.ts (multiloop's, then its
+ * baseline's) in processes of their own, `rounds` processes each, which side goes first
+ * alternating; each process runs its side once to warm up, then `runs` times; what every
+ * measured run returned, per side.
+ *
+ * The rows whose time goes mostly to garbage collection (100k children of one gather alive
+ * until it ends, 200k timers, 500k tasks) depend on the heap what ran before them left: run in
+ * one process, each side would pay for collecting the other's garbage (and the bench's earlier
+ * workloads'). Here each side meets only its own, as a program doing only that would.
+ */
+export function freshPairs<T>(name: string, rounds: number, runs: number): [T[], T[]] {
+  const sides: [T[], T[]] = [[], []];
+  for (let round = 0; round < rounds; round++) {
+    for (const side of round % 2 === 0 ? [0, 1] : [1, 0]) {
+      const run = spawnSync(process.execPath, [SOLO, name, String(side), String(runs)], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+        maxBuffer: 1 << 20,
+      });
+      if (run.status !== 0) throw new Error(`bench/solo.js ${name} ${side} exited with ${run.status ?? run.signal}`);
+      sides[side as 0 | 1].push(...(JSON.parse(run.stdout) as T[]));
+    }
+  }
+  return sides;
 }
 
 /** Operations per second of `count` operations that took `ms` milliseconds. */

@@ -2,10 +2,10 @@
  * Workloads of the asyncio toolkit: gather of 100k tasks, a Queue producer/consumer of 1M items.
  */
 import { Queue, gather, newEventLoop, type Coroutine } from '../src/index.js';
-import { interleaved, median, medianOf, now, perSecond, type Row } from './harness.js';
+import { freshPairs, median, medianOf, now, perSecond, type Row } from './harness.js';
 
-/** Pairs of gather and Promise.all runs. */
-const GATHER_ROUNDS = 15;
+/** Processes of gather runs for each side (three runs each, after one to warm up). */
+const GATHER_ROUNDS = 5;
 
 function* child(): Coroutine<number> {
   yield;
@@ -108,6 +108,9 @@ async function promiseQueueTransfer(count: number, maxsize: number): Promise<num
   return perSecond(count, took);
 }
 
+/** gather of 100k tasks and Promise.all of 100k async functions (bench/solo.ts runs each in processes of its own). */
+export const gatherPair: [() => Promise<number>, () => Promise<number>] = [() => gatherTasks(100_000), () => promiseAll(100_000)];
+
 /** Run the toolkit workloads. */
 export async function toolkitWorkloads(log: (line: string) => void): Promise<Row[]> {
   const rows: Row[] = [];
@@ -115,8 +118,7 @@ export async function toolkitWorkloads(log: (line: string) => void): Promise<Row
     rows.push(row);
     log(`  ${row.workload}: ${row.value.toFixed(1)} ${row.unit}${row.baseline === null ? '' : ` (baseline ${row.baseline.toFixed(1)})`}`);
   };
-  // Interleaved: each run leaves 100k objects' worth of heap behind, which the next one meets.
-  const [gathers, promiseAlls] = await interleaved(GATHER_ROUNDS, () => gatherTasks(100_000), () => promiseAll(100_000));
+  const [gathers, promiseAlls] = freshPairs<number>('gather', GATHER_ROUNDS, 3);
   add({
     workload: 'gather of 100k tasks',
     unit: 'tasks/s',
