@@ -6,7 +6,7 @@ import { newEventLoop, type Coroutine, type Future } from '../src/index.js';
 import { collectGarbage, freshPairs, median, medianOf, now, percentile, perSecond, type Row } from './harness.js';
 
 const RUNS = 5;
-/** Processes of timer runs for each side (one run each, after one to warm up). */
+/** Processes of timer runs for each side (two runs each, after one to warm up). */
 const TIMER_ROUNDS = 7;
 /** Processes of task spawn runs for each side (three runs each, after one to warm up). */
 const SPAWN_ROUNDS = 3;
@@ -285,7 +285,7 @@ export async function coreWorkloads(log: (line: string) => void): Promise<Row[]>
     higherIsBetter: true,
     target: '>= 15 M/s',
   });
-  const [ours, node] = freshPairs<TimerResult>('timers', TIMER_ROUNDS, 1);
+  const [ours, node] = freshPairs<TimerResult>('timers', TIMER_ROUNDS, 2);
   const mid = (list: TimerResult[], key: keyof TimerResult): number => percentile(list.map((r) => r[key]), 50);
   add({
     workload: '200k timers, half cancelled',
