@@ -119,9 +119,14 @@ export class Transport implements LoopResource {
   readonly #writable: Writable | null;
   readonly #extra: Record<string, unknown>;
   #owner: TransportOwner | null;
-  /** Chunks that arrived and were not delivered yet. */
+  /**
+   * Chunks that arrived and were not delivered yet: `#inbox[#inboxHead..#inboxTail)`. The array
+   * keeps its slots once emptied (reset with `length = 0`, V8 would drop its storage and the
+   * next read would allocate it again).
+   */
   #inbox: Buffer[] = [];
   #inboxHead = 0;
+  #inboxTail = 0;
   /** Whether a delivery is scheduled in the loop. */
   #scheduled = false;
   /** Whether `connectionMade` ran: nothing is delivered before it. */
@@ -211,7 +216,7 @@ export class Transport implements LoopResource {
   // ───────────────────────────── what arrives from Node ─────────────────────────────
 
   readonly #onData = (chunk: Buffer | string): void => {
-    this.#inbox.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+    this.#enqueue(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
     this.#deliverSoon();
   };
 
@@ -220,9 +225,26 @@ export class Transport implements LoopResource {
    * Called from libuv's poll phase (or by the constructor, with what came before the transport).
    */
   _received(chunk: Buffer): boolean {
-    this.#inbox.push(chunk);
+    this.#enqueue(chunk);
     this.#deliverSoon(true);
     return true;
+  }
+
+  #enqueue(chunk: Buffer): void {
+    const inbox = this.#inbox;
+    const tail = this.#inboxTail++;
+    if (tail < inbox.length) inbox[tail] = chunk;
+    else inbox.push(chunk);
+  }
+
+  /** Forget every chunk not delivered yet (the slots keep no bytes alive). */
+  #emptyInbox(): void {
+    const inbox = this.#inbox;
+    // A burst queued while paused made the array long: let it go rather than keep its slots.
+    if (inbox.length > 64) this.#inbox = [];
+    else for (let i = this.#inboxHead; i < this.#inboxTail; i++) inbox[i] = EMPTY;
+    this.#inboxHead = 0;
+    this.#inboxTail = 0;
   }
 
   readonly #onEnd = (): void => {
@@ -266,7 +288,7 @@ export class Transport implements LoopResource {
     this.#scheduled = false;
     if (this.#lost || !this.#made) return;
     const inbox = this.#inbox;
-    while (this.#inboxHead < inbox.length && !this.#paused && !this.#closing) {
+    while (this.#inboxHead < this.#inboxTail && !this.#paused && !this.#closing) {
       const chunk = inbox[this.#inboxHead] as Buffer;
       inbox[this.#inboxHead++] = EMPTY;
       try {
@@ -277,15 +299,9 @@ export class Transport implements LoopResource {
       }
       if (this.#lost) return;
     }
-    if (this.#inboxHead === inbox.length) {
-      inbox.length = 0;
-      this.#inboxHead = 0;
-    } else if (this.#closing) {
-      // Closed by this side: what had not been delivered is dropped, as asyncio stops reading.
-      inbox.length = 0;
-      this.#inboxHead = 0;
-    }
-    const drained = inbox.length === 0;
+    // Closed by this side: what had not been delivered is dropped, as asyncio stops reading.
+    if (this.#inboxHead === this.#inboxTail || this.#closing) this.#emptyInbox();
+    const drained = this.#inboxTail === 0;
     if (this.#eofReceived && !this.#eofDelivered && drained && !this.#paused && !this.#closing) {
       this.#eofDelivered = true;
       let keepOpen: boolean | void;
@@ -310,8 +326,7 @@ export class Transport implements LoopResource {
     if (this.#lost) return;
     if (error !== null) this.#error ??= error;
     this.#closing = true;
-    this.#inbox.length = 0;
-    this.#inboxHead = 0;
+    this.#emptyInbox();
     this.#readable?.destroy();
     if (this.#writable !== (this.#readable as unknown)) this.#writable?.destroy();
     if (this.#readClosed && this.#writeClosed) this.#connectionLost(this.#error);
