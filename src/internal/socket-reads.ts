@@ -21,12 +21,11 @@ const SLABBED = 128 * 1024;
 /** What the kernel reads every socket of this thread into; each read is copied out before the next. */
 let readBuffer: Buffer | null = null;
 /**
- * The first `readViewLength` bytes of `readBuffer`: the source of the last copy, kept for the
- * next read of the same length (a protocol's reads often are), which then makes no view of its
- * own: `TypedArray.set` from it costs less than `Buffer.copy`, which makes one at every call.
+ * The first bytes of `readBuffer` the last read filled: the source of its copy, kept for the next
+ * read of the same length (a protocol's reads often are), which then makes no view of its own:
+ * `TypedArray.set` from it costs less than `Buffer.copy`, which makes one at every call.
  */
 let readView: Uint8Array = new Uint8Array(0);
-let readViewLength = -1;
 
 /**
  * Memory that reads are copied into one after the other; a fresh slab once the last one is full.
@@ -63,7 +62,7 @@ const SMALL_SLABS = new Slab(64 * 1024);
 const LARGE_SLABS = new Slab(256 * 1024);
 
 /**
- * The first `nread` bytes of `buffer` in memory of their own: Node's pool for a small read, a
+ * The first `nread` bytes of `readBuffer` in memory of their own: Node's pool for a small read, a
  * slab for a larger one. Not an ArrayBuffer per read: that costs more than the copy (about 1 us
  * against 0.3 us to copy 10 KiB), and V8 frees them by the thousand at each GC (some 60 MB
  * between "external memory pressure" scavenges at 100 KiB a read), after which glibc often gives
@@ -71,10 +70,10 @@ const LARGE_SLABS = new Slab(256 * 1024);
  * 100 KiB read in some processes (Node's own stream path and raw net servers suffer it too), none
  * to 1 with slabs. The price: another thread receiving a read gets a copy of its whole slab.
  */
-function copyOut(buffer: Buffer, nread: number): Buffer {
-  if (nread !== readViewLength || buffer !== readBuffer) {
+function copyOut(nread: number): Buffer {
+  if (readView.length !== nread) {
+    const buffer = readBuffer as Buffer;
     readView = new Uint8Array(buffer.buffer, buffer.byteOffset, nread);
-    readViewLength = buffer === readBuffer ? nread : -1;
   }
   const chunk =
     nread < NODE_POOLED
@@ -106,9 +105,10 @@ export class SocketReads {
   /** The `onread` option: the thread's read buffer and the callback that copies each read out. */
   readonly options: net.OnReadOpts = {
     buffer: (readBuffer ??= Buffer.allocUnsafeSlow(READ_SIZE)),
-    callback: (nread: number, buffer: Uint8Array): boolean => {
-      // The kernel overwrites `buffer` at the next read, of any socket: copy the bytes out now.
-      const chunk = copyOut(buffer as Buffer, nread);
+    callback: (nread: number): boolean => {
+      // The read went into `readBuffer` (the buffer above), which the next read of any socket
+      // overwrites: copy the bytes out now.
+      const chunk = copyOut(nread);
       const target = this.#target;
       if (target !== null) return target._received(chunk);
       this.#early = this.#early === null ? chunk : Buffer.concat([this.#early, chunk]);
