@@ -96,7 +96,7 @@ export {
   type RemoteResult,
 } from './loop-thread.js';
 export { logger, type Logger } from './log.js';
-export { DatagramProtocol, Protocol } from './protocols.js';
+export { BufferedProtocol, DatagramProtocol, Protocol } from './protocols.js';
 export { DatagramTransport, Transport, type SocketAddress } from './transports.js';
 export {
   Server,

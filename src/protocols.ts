@@ -3,6 +3,8 @@
  * protocol is subclassed and the methods it needs overridden; the loop calls them inside loop
  * iterations, in order, never re-entrantly.
  */
+import { RuntimeError } from './exceptions.js';
+import { typeName } from './internal/format.js';
 import type { DatagramTransport, SocketAddress, Transport } from './transports.js';
 
 /**
@@ -48,6 +50,103 @@ export class Protocol {
   resumeWriting(): void {
     // Nothing to do by default.
   }
+}
+
+/**
+ * The base class of stream protocols that receive into memory of their own (asyncio.BufferedProtocol):
+ * instead of `dataReceived(data)` with new bytes at every read, the transport asks `getBuffer()`
+ * for memory, copies what arrived into it, and calls `bufferUpdated(nbytes)`. A protocol that
+ * hands out the same buffer again and again receives without allocating, into memory that stays
+ * in the CPU's cache. Everything else (`connectionMade`, `eofReceived`, `connectionLost`, the
+ * write flow control) is a Protocol's.
+ *
+ * The buffer belongs to the protocol again once `bufferUpdated` returns: the transport keeps no
+ * reference to it, and `getBuffer` is called anew for the next bytes.
+ *
+ * @example
+ * ```ts
+ * class Echo extends BufferedProtocol {
+ *   #transport: Transport | null = null;
+ *   readonly #buffer = new Uint8Array(64 * 1024);
+ *   override connectionMade(transport: Transport): void { this.#transport = transport; }
+ *   override getBuffer(sizeHint: number): Uint8Array { return this.#buffer; }
+ *   override bufferUpdated(nbytes: number): void { this.#transport!.write(this.#buffer.slice(0, nbytes)); }
+ * }
+ * ```
+ */
+export class BufferedProtocol extends Protocol {
+  /**
+   * Memory for the next bytes to be copied into (get_buffer): any non-empty Uint8Array (or
+   * another ArrayBufferView). `sizeHint` is how many bytes are waiting; a smaller buffer is
+   * fine, the rest then goes into the buffer of the next call.
+   */
+  getBuffer(sizeHint: number): Uint8Array {
+    void sizeHint;
+    throw new TypeError(`${this.constructor.name}.getBuffer() is not overridden: a BufferedProtocol must supply the memory to receive into`);
+  }
+
+  /** The first `nbytes` bytes of the buffer the last `getBuffer()` returned hold new data (buffer_updated). */
+  bufferUpdated(nbytes: number): void {
+    void nbytes;
+  }
+
+  /**
+   * Receive `data` the buffered way: into the buffers `getBuffer()` hands out, as many as it
+   * takes, each followed by `bufferUpdated()` (what asyncio does for transports that have bytes
+   * rather than a socket to read, as TLS's). Transports call this themselves; not meant to be
+   * overridden.
+   */
+  override dataReceived(data: Uint8Array): void {
+    const failed = _feedBuffered(this, data);
+    if (failed !== null) throw failed.error;
+  }
+}
+
+/**
+ * @internal What `_feedBuffered` reports when a call of the protocol failed: the error and
+ * asyncio's message naming the call.
+ */
+export interface BufferedFeedFailure {
+  error: unknown;
+  message: string;
+}
+
+/**
+ * @internal Copy `data` into the memory `protocol.getBuffer()` hands out, each part followed by
+ * `bufferUpdated()`, until all of it is in (asyncio's _feed_data_to_buffered_proto); the call that
+ * failed, if one did, and nothing of `data` after it is delivered.
+ */
+export function _feedBuffered(protocol: BufferedProtocol, data: Uint8Array): BufferedFeedFailure | null {
+  let offset = 0;
+  const total = data.length;
+  while (offset < total) {
+    const left = total - offset;
+    let target: Uint8Array;
+    try {
+      target = receivingView(protocol.getBuffer(left));
+    } catch (error) {
+      return { error, message: 'Fatal error: protocol.getBuffer() call failed.' };
+    }
+    const taken = target.length < left ? target.length : left;
+    target.set(offset === 0 && taken === total ? data : data.subarray(offset, offset + taken));
+    offset += taken;
+    try {
+      protocol.bufferUpdated(taken);
+    } catch (error) {
+      return { error, message: 'Fatal error: protocol.bufferUpdated() call failed.' };
+    }
+  }
+  return null;
+}
+
+/** The bytes of what `getBuffer()` returned, to copy into; a clear error for anything else, or for no room. */
+function receivingView(buffer: unknown): Uint8Array {
+  let view: Uint8Array;
+  if (buffer instanceof Uint8Array) view = buffer;
+  else if (ArrayBuffer.isView(buffer)) view = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  else throw new TypeError(`getBuffer() must return a Uint8Array or another ArrayBufferView, not '${typeName(buffer)}'`);
+  if (view.length === 0) throw new RuntimeError('getBuffer() returned an empty buffer');
+  return view;
 }
 
 /**

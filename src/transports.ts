@@ -12,7 +12,9 @@
  *
  * Plain TCP and Unix sockets the loop opens or accepts are read through Node's `onread` rather
  * than as streams (internal/socket-reads.ts): fewer allocations, and reads of up to 256 KiB.
- * TLS sockets and pipes are read as streams.
+ * TLS sockets and pipes are read as streams. A BufferedProtocol gets its bytes copied into the
+ * memory its `getBuffer()` returns, straight from the thread's read buffer when the loop runs at
+ * once.
  */
 import type { Socket as DgramSocket } from 'node:dgram';
 import type { Socket as NetSocket } from 'node:net';
@@ -21,9 +23,9 @@ import type { TLSSocket } from 'node:tls';
 import type { EventLoop } from './base-events.js';
 import { RuntimeError } from './exceptions.js';
 import { INSPECT, typeName } from './internal/format.js';
-import type { SocketReads } from './internal/socket-reads.js';
+import { copyOut, readBytes, type SocketReads } from './internal/socket-reads.js';
 import { logger } from './log.js';
-import type { DatagramProtocol, Protocol } from './protocols.js';
+import { BufferedProtocol, _feedBuffered, type DatagramProtocol, type Protocol } from './protocols.js';
 
 /** A socket address: `[host, port]` for TCP and UDP (asyncio's `(host, port)` tuple), a path for a Unix socket. */
 export type SocketAddress = [host: string, port: number] | string;
@@ -127,6 +129,14 @@ export class Transport implements LoopResource {
   #inbox: Buffer[] = [];
   #inboxHead = 0;
   #inboxTail = 0;
+  /** Whether the protocol is a BufferedProtocol: it receives through `getBuffer`/`bufferUpdated`. */
+  #buffered: boolean;
+  /**
+   * The length of a read still in the thread's read buffer (0: none), while a loop that runs at
+   * once delivers it to a BufferedProtocol straight from there; whatever is not delivered when
+   * the read's callback returns is copied into the inbox.
+   */
+  #inPlace = 0;
   /** Whether a delivery is scheduled in the loop. */
   #scheduled = false;
   /** Whether `connectionMade` ran: nothing is delivered before it. */
@@ -154,6 +164,7 @@ export class Transport implements LoopResource {
   constructor(loop: EventLoop, protocol: Protocol, parts: TransportParts) {
     this.#loop = loop;
     this.#protocol = protocol;
+    this.#buffered = protocol instanceof BufferedProtocol;
     this.#readable = parts.readable;
     this.#writable = parts.writable;
     this.#extra = parts.extra ?? {};
@@ -220,12 +231,26 @@ export class Transport implements LoopResource {
     this.#deliverSoon();
   };
 
-  /**
-   * @internal Bytes read through `onread` (a copy of its own); whether to go on reading (always).
-   * Called from libuv's poll phase (or by the constructor, with what came before the transport).
-   */
-  _received(chunk: Buffer): boolean {
+  /** @internal Bytes read through `onread` before the transport was made (a copy of their own). */
+  _received(chunk: Buffer): void {
     this.#enqueue(chunk);
+    this.#deliverSoon(true);
+  }
+
+  /**
+   * @internal `nread` bytes read through `onread`, in the thread's read buffer until the next
+   * read; whether to go on reading (always). Called from libuv's poll phase.
+   */
+  _read(nread: number): boolean {
+    if (this.#buffered && this.#inboxHead === this.#inboxTail && !this.#scheduled) {
+      // A loop waiting for I/O runs at once: the protocol's getBuffer() memory is then filled
+      // straight from the read buffer, with no copy of the bytes' own in between.
+      this.#inPlace = nread;
+      this.#deliverSoon(true);
+      if (this.#inPlace === 0) return true;
+      this.#inPlace = 0;
+    }
+    this.#enqueue(copyOut(nread));
     this.#deliverSoon(true);
     return true;
   }
@@ -287,17 +312,18 @@ export class Transport implements LoopResource {
   readonly #deliver = (): void => {
     this.#scheduled = false;
     if (this.#lost || !this.#made) return;
+    const inPlace = this.#inPlace;
+    if (inPlace !== 0) {
+      // The read this delivery was scheduled for, still in the thread's read buffer (the inbox is empty).
+      this.#inPlace = 0;
+      if (this.#paused || this.#closing) this.#enqueue(copyOut(inPlace));
+      else if (!this.#receive(readBytes(inPlace)) || this.#lost) return;
+    }
     const inbox = this.#inbox;
     while (this.#inboxHead < this.#inboxTail && !this.#paused && !this.#closing) {
       const chunk = inbox[this.#inboxHead] as Buffer;
       inbox[this.#inboxHead++] = EMPTY;
-      try {
-        this.#protocol.dataReceived(chunk);
-      } catch (error) {
-        this.#fatal(error, 'Fatal error: protocol.dataReceived() call failed.');
-        return;
-      }
-      if (this.#lost) return;
+      if (!this.#receive(chunk) || this.#lost) return;
     }
     // Closed by this side: what had not been delivered is dropped, as asyncio stops reading.
     if (this.#inboxHead === this.#inboxTail || this.#closing) this.#emptyInbox();
@@ -316,6 +342,23 @@ export class Transport implements LoopResource {
     // Paused with chunks still here: they are delivered (then EOF) when reading resumes, before the end.
     if (this.#readClosed && this.#writeClosed && (drained || this.#closing)) this.#connectionLost(this.#error);
   };
+
+  /** Give `data` to the protocol; false when its callback failed (the connection then ends with the error). */
+  #receive(data: Uint8Array): boolean {
+    if (this.#buffered) {
+      const failed = _feedBuffered(this.#protocol as BufferedProtocol, data);
+      if (failed === null) return true;
+      this.#fatal(failed.error, failed.message);
+      return false;
+    }
+    try {
+      this.#protocol.dataReceived(data);
+    } catch (error) {
+      this.#fatal(error, 'Fatal error: protocol.dataReceived() call failed.');
+      return false;
+    }
+    return true;
+  }
 
   /** A protocol callback failed: report it to the exception handler and end the connection with it. */
   #fatal(error: unknown, message: string): void {
@@ -511,9 +554,10 @@ export class Transport implements LoopResource {
     return this.#protocol;
   }
 
-  /** Drive `protocol` from now on (set_protocol). */
+  /** Drive `protocol` from now on (set_protocol); a BufferedProtocol receives through its buffers. */
   setProtocol(protocol: Protocol): void {
     this.#protocol = protocol;
+    this.#buffered = protocol instanceof BufferedProtocol;
   }
 
   /** The peer's or the local address (`[host, port]`, or a path for a Unix socket), null when unknown (get_extra_info). */

@@ -10,6 +10,7 @@ const EXPECTED_EXPORTS = [
   'Barrier',
   'BoundedSemaphore',
   'BrokenBarrierError',
+  'BufferedProtocol',
   'BullMQExecutor',
   'CancelledError',
   'ConcurrentFuture',

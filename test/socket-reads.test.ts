@@ -6,7 +6,7 @@
 import { connect, createServer, type Socket } from 'node:net';
 import { MessageChannel } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { SocketReads, adoptWithOnread } from '../src/internal/socket-reads.js';
+import { SocketReads, adoptWithOnread, copyOut, type ReadTarget } from '../src/internal/socket-reads.js';
 import { nodeServer } from './helpers/io.js';
 
 const settle = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -14,6 +14,14 @@ const settle = (ms: number): Promise<void> => new Promise((resolve) => setTimeou
 /** Wait (up to two seconds) until `done()`. */
 async function until(done: () => boolean): Promise<void> {
   for (let i = 0; i < 400 && !done(); i++) await settle(5);
+}
+
+/** A target that keeps every chunk in `chunks`: what came before it as given, each later read copied out of the thread's buffer. */
+function collect(chunks: Buffer[]): ReadTarget {
+  return {
+    _received: (chunk) => void chunks.push(chunk),
+    _read: (nread) => chunks.push(copyOut(nread)) > 0,
+  };
 }
 
 describe('SocketReads', () => {
@@ -35,7 +43,7 @@ describe('SocketReads', () => {
       // One read came ('hello'), then reading stopped: the rest waits in the kernel.
       const readBeforeAttach = socket.bytesRead;
       const chunks: Buffer[] = [];
-      reads.attach({ _received: (chunk) => chunks.push(chunk) > 0 }, socket);
+      reads.attach(collect(chunks), socket);
       await until(() => ended);
       socket.destroy();
       const all = Buffer.concat(chunks);
@@ -63,7 +71,7 @@ describe('SocketReads', () => {
       const reads = new SocketReads();
       const chunks: Buffer[] = [];
       const socket: Socket = connect({ port: peer.port, host: '127.0.0.1', onread: reads.options });
-      reads.attach({ _received: (chunk) => chunks.push(chunk) > 0 }, socket);
+      reads.attach(collect(chunks), socket);
       let ended = false;
       socket.on('end', () => (ended = true));
       await until(() => ended);

@@ -1,6 +1,7 @@
 /**
  * Reading a socket through Node's `onread` instead of its stream: the kernel fills one buffer of
- * the thread, and each read is copied out at once into bytes of its own for the transport.
+ * the thread, and each read is copied out at once, into bytes of its own for the transport or
+ * (a BufferedProtocol's) into the memory its protocol gives.
  *
  * Node's stream path allocates (and zero-fills) 64 KiB for every read, however little arrived,
  * makes a Buffer and pushes it through a Readable ('data', nextTicks); it also splits a larger
@@ -21,9 +22,9 @@ const SLABBED = 128 * 1024;
 /** What the kernel reads every socket of this thread into; each read is copied out before the next. */
 let readBuffer: Buffer | null = null;
 /**
- * The first bytes of `readBuffer` the last read filled: the source of its copy, kept for the next
- * read of the same length (a protocol's reads often are), which then makes no view of its own:
- * `TypedArray.set` from it costs less than `Buffer.copy`, which makes one at every call.
+ * The first bytes of `readBuffer` the last read filled: what its bytes are copied from, kept for
+ * the next read of the same length (a protocol's reads often are), which then makes no view of
+ * its own: `TypedArray.set` from it costs less than `Buffer.copy`, which makes one at every call.
  */
 let readView: Uint8Array = new Uint8Array(0);
 
@@ -61,6 +62,15 @@ class Slab {
 const SMALL_SLABS = new Slab(64 * 1024);
 const LARGE_SLABS = new Slab(256 * 1024);
 
+/** The first `nread` bytes of the thread's read buffer, where the last read put them: valid until the next read of any socket of this thread. */
+export function readBytes(nread: number): Uint8Array {
+  if (readView.length !== nread) {
+    const buffer = readBuffer as Buffer;
+    readView = new Uint8Array(buffer.buffer, buffer.byteOffset, nread);
+  }
+  return readView;
+}
+
 /**
  * The first `nread` bytes of `readBuffer` in memory of their own: Node's pool for a small read, a
  * slab for a larger one. Not an ArrayBuffer per read: that costs more than the copy (about 1 us
@@ -70,11 +80,7 @@ const LARGE_SLABS = new Slab(256 * 1024);
  * 100 KiB read in some processes (Node's own stream path and raw net servers suffer it too), none
  * to 1 with slabs. The price: another thread receiving a read gets a copy of its whole slab.
  */
-function copyOut(nread: number): Buffer {
-  if (readView.length !== nread) {
-    const buffer = readBuffer as Buffer;
-    readView = new Uint8Array(buffer.buffer, buffer.byteOffset, nread);
-  }
+export function copyOut(nread: number): Buffer {
   const chunk =
     nread < NODE_POOLED
       ? Buffer.allocUnsafe(nread)
@@ -83,14 +89,20 @@ function copyOut(nread: number): Buffer {
         : nread <= SLABBED
           ? LARGE_SLABS.take(nread)
           : Buffer.allocUnsafeSlow(nread);
-  chunk.set(readView);
+  chunk.set(readBytes(nread));
   return chunk;
 }
 
 /** Who takes a socket's bytes: its Transport. */
 export interface ReadTarget {
-  /** Bytes that arrived (its own copy); whether to go on reading. */
-  _received(chunk: Buffer): boolean;
+  /** Bytes that arrived before the target was attached (a copy of their own). */
+  _received(chunk: Buffer): void;
+  /**
+   * `nread` bytes arrived in the thread's read buffer (`readBytes(nread)`), which the next read
+   * of any socket overwrites: take them before returning (`copyOut` makes them a copy of their
+   * own); whether to go on reading.
+   */
+  _read(nread: number): boolean;
 }
 
 /**
@@ -107,10 +119,10 @@ export class SocketReads {
     buffer: (readBuffer ??= Buffer.allocUnsafeSlow(READ_SIZE)),
     callback: (nread: number): boolean => {
       // The read went into `readBuffer` (the buffer above), which the next read of any socket
-      // overwrites: copy the bytes out now.
-      const chunk = copyOut(nread);
+      // overwrites: whoever takes the bytes copies them out now.
       const target = this.#target;
-      if (target !== null) return target._received(chunk);
+      if (target !== null) return target._read(nread);
+      const chunk = copyOut(nread);
       this.#early = this.#early === null ? chunk : Buffer.concat([this.#early, chunk]);
       this.#stopped = true;
       return false;
