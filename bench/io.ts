@@ -2,10 +2,12 @@
  * The I/O workload, in the manner of uvloop's published echo benchmark: an echo server in its own
  * process, a client process with 10 connections, each sending a message and waiting for its whole
  * echo before sending again; message sizes 1 KiB, 10 KiB, 100 KiB; requests/s (and MiB/s in the
- * log). Servers: raw Node net, multiloop streams, multiloop protocols, and, when Debian's
- * python3-uvloop is installed, uvloop's streams and protocols (the peers an asyncio user would
- * pick). All servers take turns within each round, so that they meet the same machine; on Linux
- * the server runs on one core and the client on the other (taskset), which steadies the figures.
+ * log). Servers: raw Node net, Node's floor (a socket read through `onread` and written back,
+ * no loop), multiloop streams, protocols and BufferedProtocol, and, when Debian's python3-uvloop
+ * is installed, uvloop's streams, protocols and BufferedProtocol (the peers an asyncio user would
+ * pick). All servers take turns within each round, each of ours beside its uvloop peer, so that
+ * they meet the same machine; on Linux the server runs on one core and the client on the other
+ * (taskset), which steadies the figures.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -21,7 +23,10 @@ const CONNECTIONS = 10;
 const MEASURE_MS = 1000;
 const ROUNDS = 4;
 
-type Kind = 'raw' | 'streams' | 'protocols' | 'uvloop-streams' | 'uvloop-protocols';
+type Kind = 'raw' | 'floor' | 'streams' | 'protocols' | 'buffered' | 'uvloop-streams' | 'uvloop-protocols' | 'uvloop-buffered';
+
+/** What each server kind of ours is called in the table. */
+const LABELS = { streams: 'streams', protocols: 'protocols', buffered: 'BufferedProtocol' } as const;
 
 /** Debian's python3 (where apt puts python3-uvloop), else the first python3 on PATH. */
 function python(): string | null {
@@ -85,17 +90,22 @@ async function measure(server: { child: ChildProcess; port: number }, size: numb
 /** Run the echo-server workloads. */
 export async function ioWorkloads(log: (line: string) => void): Promise<Row[]> {
   const py = python();
-  const kinds: Kind[] = ['raw', 'streams', 'protocols'];
-  if (py !== null) kinds.push('uvloop-streams', 'uvloop-protocols');
-  else log('  uvloop peers skipped: install python3-uvloop (apt-get install python3-uvloop) to measure them beside multiloop');
+  // Each server of ours right beside its uvloop peer, so that a pair meets the same machine.
+  const kinds: Kind[] =
+    py === null
+      ? ['raw', 'floor', 'streams', 'protocols', 'buffered']
+      : ['raw', 'floor', 'streams', 'uvloop-streams', 'protocols', 'uvloop-protocols', 'buffered', 'uvloop-buffered'];
+  if (py === null) log('  uvloop peers skipped: install python3-uvloop (apt-get install python3-uvloop) to measure them beside multiloop');
   const servers = new Map<Kind, { child: ChildProcess; port: number }>();
   for (const kind of kinds) servers.set(kind, await startServer(kind, py));
   const results = new Map<string, number[]>();
   const serverCpus = new Map<string, number[]>();
   try {
     for (let round = 0; round < ROUNDS; round++) {
+      // Every other round in reverse order: neither server of a pair always goes first.
+      const order = round % 2 === 0 ? kinds : [...kinds].reverse();
       for (const size of SIZES) {
-        for (const kind of kinds) {
+        for (const kind of order) {
           const key = `${kind}/${size}`;
           const { rate, serverCpu } = await measure(servers.get(kind)!, size);
           results.set(key, [...(results.get(key) ?? []), rate]);
@@ -120,32 +130,37 @@ export async function ioWorkloads(log: (line: string) => void): Promise<Row[]> {
     const label = `${size / 1024} KiB`;
     const raw = rate('raw', size) as number;
     log(`  echo ${label}: raw Node net ${raw.toFixed(0)} req/s = ${((raw * size) / (1 << 20)).toFixed(1)} MiB/s${cpu('raw', size)}`);
-    for (const kind of ['streams', 'protocols'] as const) {
+    const floor = rate('floor', size) as number;
+    log(`  echo ${label}: Node's floor (onread → write, no loop) ${floor.toFixed(0)} req/s${cpu('floor', size)}`);
+    for (const kind of ['streams', 'protocols', 'buffered'] as const) {
+      const name = LABELS[kind];
       const ours = rate(kind, size) as number;
       const peer = rate(`uvloop-${kind}`, size);
       log(
-        `  echo ${label}: multiloop ${kind} ${ours.toFixed(0)} req/s = ${((ours * size) / (1 << 20)).toFixed(1)} MiB/s${cpu(kind, size)}` +
-          (peer === null ? '' : `, uvloop ${kind} ${peer.toFixed(0)} req/s${cpu(`uvloop-${kind}`, size)}`),
+        `  echo ${label}: multiloop ${name} ${ours.toFixed(0)} req/s = ${((ours * size) / (1 << 20)).toFixed(1)} MiB/s${cpu(kind, size)}` +
+          (peer === null ? '' : `, uvloop ${name} ${peer.toFixed(0)} req/s${cpu(`uvloop-${kind}`, size)}`),
       );
+      // The targets are set for streams and protocols; BufferedProtocol is measured beside them.
+      const targeted = kind !== 'buffered';
       if (peer !== null) {
         rows.push({
-          workload: `echo ${label}, ${kind}, 10 connections`,
+          workload: `echo ${label}, ${name}, 10 connections`,
           unit: 'req/s',
           value: ours,
           baseline: peer,
-          baselineName: `uvloop ${kind}`,
+          baselineName: `uvloop ${name}`,
           higherIsBetter: true,
-          ...(size < 100 * 1024 ? { target: `ahead of uvloop ${kind}` } : {}),
+          ...(targeted && size < 100 * 1024 ? { target: `ahead of uvloop ${name}` } : {}),
         });
       }
       rows.push({
-        workload: `echo ${label}, ${kind}, 10 connections`,
+        workload: `echo ${label}, ${name}, 10 connections`,
         unit: 'req/s',
         value: ours,
         baseline: raw,
         baselineName: 'raw Node net',
         higherIsBetter: true,
-        target: '>= 0.9x raw Node net',
+        ...(targeted ? { target: '>= 0.9x raw Node net' } : {}),
       });
     }
   }
