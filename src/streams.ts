@@ -79,9 +79,14 @@ export function _checkLimit(limit: unknown): number {
 export class StreamReader {
   readonly #limit: number;
   readonly #loop: EventLoop;
-  /** What arrived and was not read: chunks from `#head` on. */
+  /**
+   * What arrived and was not read: `#chunks[#head..#tail)`. The array keeps its slots once
+   * emptied (reset with `length = 0`, V8 would drop its storage and the next chunk would
+   * allocate it again).
+   */
   #chunks: Buffer[] = [];
   #head = 0;
+  #tail = 0;
   #size = 0;
   #eof = false;
   #waiter: Future<void> | null = null;
@@ -151,7 +156,7 @@ export class StreamReader {
   _feedData(data: Uint8Array): void {
     if (this.#eof) throw new RuntimeError('feedData after feedEof');
     if (data.length === 0) return;
-    this.#chunks.push(Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    this.#append(Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
     this.#size += data.length;
     this.#wakeWaiter();
     const transport = this.#transport;
@@ -163,6 +168,13 @@ export class StreamReader {
         // A transport that cannot pause: the buffer grows.
       }
     }
+  }
+
+  #append(chunk: Buffer): void {
+    const chunks = this.#chunks;
+    const tail = this.#tail++;
+    if (tail < chunks.length) chunks[tail] = chunk;
+    else chunks.push(chunk);
   }
 
   /** Wait until data or EOF arrives; one reader at a time. */
@@ -212,11 +224,14 @@ export class StreamReader {
       }
     }
     this.#size -= n;
-    if (this.#head === chunks.length) {
-      chunks.length = 0;
+    if (this.#head === this.#tail) {
+      // Every slot read (and emptied): start again at the front; an array a burst made long goes.
+      if (chunks.length > 64) this.#chunks = [];
       this.#head = 0;
+      this.#tail = 0;
     } else if (this.#head > 1024) {
-      this.#chunks = chunks.slice(this.#head);
+      this.#chunks = chunks.slice(this.#head, this.#tail);
+      this.#tail -= this.#head;
       this.#head = 0;
     }
     return out;
@@ -229,14 +244,13 @@ export class StreamReader {
 
   /** Where `separator` first starts in the buffer at or after `offset`, or -1. */
   #find(separator: Uint8Array, offset: number): number {
-    if (this.#head < this.#chunks.length - 1) {
+    if (this.#head < this.#tail - 1) {
       // Several chunks: join them once, so the search sees across their edges.
       const joined = this.#takeAll();
-      this.#chunks.push(joined);
+      this.#append(joined);
       this.#size = joined.length;
     }
-    const only = this.#chunks[this.#head];
-    return only === undefined ? -1 : only.indexOf(separator, offset);
+    return this.#head === this.#tail ? -1 : (this.#chunks[this.#head] as Buffer).indexOf(separator, offset);
   }
 
   /**

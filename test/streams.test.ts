@@ -15,7 +15,7 @@ import {
   type LimitOverrunError,
   RuntimeError,
   type Server,
-  type StreamReader,
+  StreamReader,
   type StreamWriter,
   TimeoutError,
   ensureFuture,
@@ -86,6 +86,28 @@ describe('StreamReader', () => {
       return { first, second, exact, rest, atEof: reader.atEof(), again: (yield* reader.read()).length };
     });
     expect(seen).toEqual({ first: 'hello\n', second: 'world\n', exact: '12345', rest: '6789 tail', atEof: true, again: 0 });
+  });
+
+  it('keeps every byte in order while its buffer empties and fills again, a burst of 200 chunks included', async () => {
+    const seen = await run(
+      (function* () {
+        const reader = new StreamReader();
+        const out: string[] = [];
+        const expected: string[] = [];
+        for (const count of [3, 200, 2, 5]) {
+          const parts = Array.from({ length: count }, (_, i) => `${count}.${i};`);
+          for (const part of parts) reader._feedData(new TextEncoder().encode(part));
+          // Across every chunk at once (readuntil joins them), then piece by piece.
+          out.push(text(yield* reader.readexactly(parts[0]!.length - 1)));
+          out.push(text(yield* reader.readuntil(new TextEncoder().encode(parts.at(-1)!))));
+          expected.push(parts.join('').slice(0, parts[0]!.length - 1), parts.join('').slice(parts[0]!.length - 1));
+        }
+        reader._feedEof();
+        return { out, expected, atEof: reader.atEof() };
+      })(),
+    );
+    expect(seen.out).toEqual(seen.expected);
+    expect(seen.atEof).toBe(true);
   });
 
   it('read(n) returns what is buffered, at most n bytes; readline at EOF gives the partial line, then empty', async () => {
