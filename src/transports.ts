@@ -21,7 +21,7 @@ import type { Socket as NetSocket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { EventLoop } from './base-events.js';
-import { RuntimeError } from './exceptions.js';
+import { RuntimeError, _isEscaping } from './exceptions.js';
 import { INSPECT, typeName } from './internal/format.js';
 import { copyOut, readBytes, type SocketReads } from './internal/socket-reads.js';
 import { logger } from './log.js';
@@ -69,8 +69,13 @@ export function _untrackOpen(loop: EventLoop, resource: LoopResource): void {
   openOnLoop.get(loop)?.delete(resource);
 }
 
-/** Tell the loop's exception handler that a protocol callback failed; returns the error, made an Error. */
+/**
+ * Tell the loop's exception handler that a protocol callback failed; returns the error, made an
+ * Error. KeyboardInterrupt and SystemExit are thrown on instead: they are not the protocol's
+ * failure, and leave the loop as asyncio's transports let them.
+ */
 function reportProtocolError(loop: EventLoop, message: string, error: unknown, transport: object, protocol: object): Error {
+  if (_isEscaping(error)) throw error;
   const exception = error instanceof Error ? error : new RuntimeError(String(error));
   loop.callExceptionHandler({ message, exception, transport, protocol });
   return exception;

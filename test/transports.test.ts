@@ -8,9 +8,13 @@ import { connect as netConnect, type Server as NetServer, type Socket } from 'no
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import {
+  BufferedProtocol,
   DatagramProtocol,
+  KeyboardInterrupt,
   Protocol,
+  SystemExit,
   getRunningLoop,
+  newEventLoop,
   run,
   sleep,
   type Coroutine,
@@ -20,6 +24,7 @@ import {
   Transport,
   ensureFuture,
 } from '../src/index.js';
+import { reasonOf } from './helpers/errors.js';
 import { nodeServer, until } from './helpers/io.js';
 
 const enc = new TextEncoder();
@@ -116,6 +121,48 @@ describe('Transport and Protocol', () => {
         contexts: [['Fatal error: protocol.dataReceived() call failed.', 'cannot parse', true, true]],
       });
     } finally {
+      peer.server.close();
+    }
+  });
+
+  it('KeyboardInterrupt from dataReceived and SystemExit from bufferUpdated leave the loop; the exception handler hears neither', async () => {
+    const peer = await nodeServer((socket) => socket.write('go'));
+    const loop = newEventLoop();
+    try {
+      const handled: ExceptionContext[] = [];
+      loop.setExceptionHandler((_loop, context) => handled.push(context));
+      const interrupt = new KeyboardInterrupt();
+      const exit = new SystemExit(4);
+      class Interrupted extends Protocol {
+        override dataReceived(): void {
+          throw interrupt;
+        }
+      }
+      class Exiting extends BufferedProtocol {
+        override getBuffer(): Uint8Array {
+          return new Uint8Array(16);
+        }
+        override bufferUpdated(): void {
+          throw exit;
+        }
+      }
+      const escaped: unknown[] = [];
+      for (const factory of [() => new Interrupted(), () => new Exiting()]) {
+        escaped.push(
+          await reasonOf(
+            loop.runUntilComplete(
+              (function* (): Coroutine<void> {
+                yield* getRunningLoop().createConnection(factory, '127.0.0.1', peer.port);
+                yield* sleep(5);
+              })(),
+            ),
+          ),
+        );
+      }
+      expect(escaped).toEqual([interrupt, exit]);
+      expect(handled).toEqual([]);
+    } finally {
+      loop.close();
       peer.server.close();
     }
   });
