@@ -8,50 +8,42 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { BufferedProtocol, Protocol, getRunningLoop, run, sleep, type Coroutine, type ExceptionContext, type Transport } from '../src/index.js';
-import { nodeServer, until } from './helpers/io.js';
+import { drivenPeer, nodeServer, noteCall, until } from './helpers/io.js';
 
 const dec = new TextDecoder();
 
-/** A BufferedProtocol with a buffer of `size` bytes that records every call, and whether one ran outside an iteration or re-entrantly. */
+/** A BufferedProtocol with a buffer of `size` bytes that records every call, and marks one made outside a loop iteration. */
 class Recording extends BufferedProtocol {
   readonly calls: string[] = [];
   readonly buffer: Uint8Array;
   transport: Transport | null = null;
   lost: Error | null | undefined = undefined;
-  #inside = false;
-
   constructor(size: number) {
     super();
     this.buffer = new Uint8Array(size);
   }
 
-  #enter(call: string): void {
-    if (this.#inside) this.calls.push('RE-ENTERED');
-    if (!getRunningLoop()._inDrive()) this.calls.push('OUTSIDE AN ITERATION');
-    this.calls.push(call);
-  }
-
   override connectionMade(transport: Transport): void {
-    this.#enter('made');
+    noteCall(this.calls, 'made');
     this.transport = transport;
   }
 
   override getBuffer(sizeHint: number): Uint8Array {
-    this.#enter(`get:${sizeHint}`);
+    noteCall(this.calls, `get:${sizeHint}`);
     return this.buffer;
   }
 
   override bufferUpdated(nbytes: number): void {
-    this.#enter(`updated:${dec.decode(this.buffer.subarray(0, nbytes))}`);
+    noteCall(this.calls, `updated:${dec.decode(this.buffer.subarray(0, nbytes))}`);
   }
 
   override eofReceived(): boolean {
-    this.#enter('eof');
+    noteCall(this.calls, 'eof');
     return false;
   }
 
   override connectionLost(exc: Error | null): void {
-    this.#enter(`lost:${exc === null ? 'null' : exc.message}`);
+    noteCall(this.calls, `lost:${exc === null ? 'null' : exc.message}`);
     this.lost = exc;
   }
 
@@ -166,12 +158,7 @@ describe('BufferedProtocol', () => {
   });
 
   it('pauseReading() in bufferUpdated stops the calls until resumeReading(); every byte comes, in order, then EOF', async () => {
-    let send: (text: string) => void = () => undefined;
-    let end: () => void = () => undefined;
-    const peer = await nodeServer((socket) => {
-      send = (text) => socket.write(text);
-      end = () => socket.end();
-    });
+    const peer = await drivenPeer();
     try {
       const seen = await run(
         (function* () {
@@ -184,12 +171,12 @@ describe('BufferedProtocol', () => {
           }
           const [transport, protocol] = yield* loop.createConnection(() => new Pausing(64), '127.0.0.1', peer.port);
           yield* until(() => protocol.calls.length > 0);
-          send('a');
+          peer.send('a');
           yield* until(() => protocol.text() === 'a');
-          send('b');
+          peer.send('b');
           yield* sleep(0.02);
-          send('c');
-          end();
+          peer.send('c');
+          peer.end();
           yield* sleep(0.05);
           const whilePaused = protocol.text();
           transport.resumeReading();
@@ -204,10 +191,7 @@ describe('BufferedProtocol', () => {
   });
 
   it("setProtocol() from a Protocol to a BufferedProtocol: data goes to dataReceived, then to the new protocol's buffers", async () => {
-    let send: (text: string) => void = () => undefined;
-    const peer = await nodeServer((socket) => {
-      send = (text) => socket.write(text);
-    });
+    const peer = await drivenPeer();
     try {
       const seen = await run(
         (function* () {
@@ -219,11 +203,11 @@ describe('BufferedProtocol', () => {
             }
           }
           const [transport] = yield* loop.createConnection(() => new Plain(), '127.0.0.1', peer.port);
-          send('one');
+          peer.send('one');
           yield* until(() => first.length > 0);
           const second = new Recording(16);
           transport.setProtocol(second);
-          send('two');
+          peer.send('two');
           yield* until(() => second.text() === 'two');
           transport.close();
           return { first, second: second.calls, current: transport.getProtocol() === second };

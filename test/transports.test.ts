@@ -25,47 +25,39 @@ import {
   ensureFuture,
 } from '../src/index.js';
 import { reasonOf } from './helpers/errors.js';
-import { nodeServer, until } from './helpers/io.js';
+import { drivenPeer, nodeServer, noteCall, until } from './helpers/io.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-/** A protocol that records every call, and checks it is never called re-entrantly or outside an iteration. */
+/** A protocol that records every call, and marks one made outside a loop iteration. */
 class Recorder extends Protocol {
   readonly calls: string[] = [];
   transport: Transport | null = null;
-  #inside = false;
-
-  #enter(call: string): void {
-    if (this.#inside) this.calls.push('RE-ENTERED');
-    if (!getRunningLoop()._inDrive()) this.calls.push('OUTSIDE AN ITERATION');
-    this.calls.push(call);
-  }
-
   override connectionMade(transport: Transport): void {
-    this.#enter('made');
+    noteCall(this.calls, 'made');
     this.transport = transport;
   }
 
   override dataReceived(data: Uint8Array): void {
-    this.#enter(`data:${dec.decode(data)}`);
+    noteCall(this.calls, `data:${dec.decode(data)}`);
   }
 
   override eofReceived(): boolean {
-    this.#enter('eof');
+    noteCall(this.calls, 'eof');
     return false;
   }
 
   override connectionLost(exc: Error | null): void {
-    this.#enter(`lost:${exc === null ? 'null' : ((exc as Error & { code?: string }).code ?? exc.message)}`);
+    noteCall(this.calls, `lost:${exc === null ? 'null' : ((exc as Error & { code?: string }).code ?? exc.message)}`);
   }
 
   override pauseWriting(): void {
-    this.#enter('pauseWriting');
+    noteCall(this.calls, 'pauseWriting');
   }
 
   override resumeWriting(): void {
-    this.#enter('resumeWriting');
+    noteCall(this.calls, 'resumeWriting');
   }
 }
 
@@ -147,7 +139,7 @@ describe('Transport and Protocol', () => {
         }
       }
       const escaped: unknown[] = [];
-      for (const factory of [() => new Interrupted(), () => new Exiting()]) {
+      for (const factory of [(): Protocol => new Interrupted(), (): Protocol => new Exiting()]) {
         escaped.push(
           await reasonOf(
             loop.runUntilComplete(
@@ -198,22 +190,19 @@ describe('Transport and Protocol', () => {
   });
 
   it('pauseReading stops dataReceived until resumeReading; nothing is lost', async () => {
-    let send: (text: string) => void = () => undefined;
-    const peer = await nodeServer((socket) => {
-      send = (text) => socket.write(text);
-    });
+    const peer = await drivenPeer();
     try {
       const seen = await run(
         (function* () {
           const loop = getRunningLoop();
           const [transport, protocol] = yield* loop.createConnection(() => new Recorder(), '127.0.0.1', peer.port);
           yield* until(() => protocol.calls.length > 0);
-          send('a');
+          peer.send('a');
           yield* until(() => protocol.calls.includes('data:a'));
           transport.pauseReading();
           const reading = transport.isReading();
-          send('b');
-          send('c');
+          peer.send('b');
+          peer.send('c');
           yield* sleep(0.05);
           const whilePaused = protocol.calls.join(',');
           transport.resumeReading();

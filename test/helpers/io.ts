@@ -3,7 +3,7 @@
  * until something happened.
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import { sleep, type Coroutine } from '../../src/index.js';
+import { getRunningLoop, sleep, type Coroutine } from '../../src/index.js';
 
 /**
  * A plain Node server on 127.0.0.1 (half-open allowed) that runs `serve` for each connection;
@@ -22,6 +22,31 @@ export async function nodeServer(serve: (socket: Socket) => void): Promise<{ ser
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server, port: (server.address() as { port: number }).port };
+}
+
+/**
+ * A plain Node server (as `nodeServer`) that the test drives: `send` writes to the connection it
+ * accepted and `end` ends it, both kept until the connection is there (a client's connect can
+ * complete before the server has accepted).
+ *
+ * @example
+ * ```ts
+ * const peer = await drivenPeer();
+ * peer.send('hello');
+ * ```
+ */
+export async function drivenPeer(): Promise<{ server: Server; port: number; send(text: string): void; end(): void }> {
+  let connection: Socket | null = null;
+  const waiting: Array<(socket: Socket) => void> = [];
+  const peer = await nodeServer((socket) => {
+    connection = socket;
+    for (const act of waiting.splice(0)) act(socket);
+  });
+  const act = (what: (socket: Socket) => void): void => {
+    if (connection === null) waiting.push(what);
+    else what(connection);
+  };
+  return { ...peer, send: (text) => act((socket) => socket.write(text)), end: () => act((socket) => socket.end()) };
 }
 
 /**
@@ -46,4 +71,18 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * Record a protocol's `call` in `calls`, after an 'OUTSIDE AN ITERATION' mark when its loop is not
+ * running callbacks right now (a protocol is only ever called inside a loop iteration).
+ *
+ * @example
+ * ```ts
+ * override eofReceived(): boolean { noteCall(this.calls, 'eof'); return false; }
+ * ```
+ */
+export function noteCall(calls: string[], call: string): void {
+  if (!getRunningLoop()._inDrive()) calls.push('OUTSIDE AN ITERATION');
+  calls.push(call);
 }
