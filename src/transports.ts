@@ -321,8 +321,9 @@ export class Transport implements LoopResource {
     if (inPlace !== 0) {
       // The read this delivery was scheduled for, still in the thread's read buffer (the inbox is empty).
       this.#inPlace = 0;
+      // (A protocol set meanwhile that is not a BufferedProtocol may keep what it is given: a copy.)
       if (this.#paused || this.#closing) this.#enqueue(copyOut(inPlace));
-      else if (!this.#receive(readBytes(inPlace)) || this.#lost) return;
+      else if (!this.#receive(this.#buffered ? readBytes(inPlace) : copyOut(inPlace)) || this.#lost) return;
     }
     const inbox = this.#inbox;
     while (this.#inboxHead < this.#inboxTail && !this.#paused && !this.#closing) {
