@@ -13,6 +13,7 @@ import { _createConnection, _createServer, type Server } from './connections.js'
 import { isCoroutine, type Coroutine } from './coroutines.js';
 import { IncompleteReadError, LimitOverrunError, RuntimeError } from './exceptions.js';
 import type { Future } from './futures.js';
+import { Deque } from './internal/deque.js';
 import { INSPECT, repr } from './internal/format.js';
 import { _getEventLoop, _getRunningLoop } from './internal/running.js';
 import { Protocol } from './protocols.js';
@@ -24,7 +25,6 @@ import type * as tls from 'node:tls';
 /** asyncio's default buffer limit of a StreamReader: 64 KiB. */
 const DEFAULT_LIMIT = 64 * 1024;
 const NEWLINE = new Uint8Array([0x0a]);
-const EMPTY = new Uint8Array(0);
 const encoder = new TextEncoder();
 
 /** Options of `openConnection` / `openUnixConnection`. */
@@ -79,14 +79,8 @@ export function _checkLimit(limit: unknown): number {
 export class StreamReader {
   readonly #limit: number;
   readonly #loop: EventLoop;
-  /**
-   * What arrived and was not read: `#chunks[#head..#tail)`. The array keeps its slots once
-   * emptied (reset with `length = 0`, V8 would drop its storage and the next chunk would
-   * allocate it again).
-   */
-  #chunks: Buffer[] = [];
-  #head = 0;
-  #tail = 0;
+  /** What arrived and was not read, in order. */
+  readonly #chunks = new Deque<Buffer>(4);
   #size = 0;
   #eof = false;
   #waiter: Future<void> | null = null;
@@ -156,7 +150,7 @@ export class StreamReader {
   _feedData(data: Uint8Array): void {
     if (this.#eof) throw new RuntimeError('feedData after feedEof');
     if (data.length === 0) return;
-    this.#append(Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    this.#chunks.push(Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
     this.#size += data.length;
     this.#wakeWaiter();
     const transport = this.#transport;
@@ -168,13 +162,6 @@ export class StreamReader {
         // A transport that cannot pause: the buffer grows.
       }
     }
-  }
-
-  #append(chunk: Buffer): void {
-    const chunks = this.#chunks;
-    const tail = this.#tail++;
-    if (tail < chunks.length) chunks[tail] = chunk;
-    else chunks.push(chunk);
   }
 
   /** Wait until data or EOF arrives; one reader at a time. */
@@ -198,42 +185,29 @@ export class StreamReader {
   #take(n: number): Buffer {
     if (n === 0) return Buffer.alloc(0);
     const chunks = this.#chunks;
-    const first = chunks[this.#head] as Buffer;
+    const first = chunks.shift() as Buffer;
     let out: Buffer;
-    if (first.length > n) {
-      out = first.subarray(0, n);
-      chunks[this.#head] = first.subarray(n);
-    } else if (first.length === n) {
-      out = first;
-      chunks[this.#head++] = EMPTY as Buffer;
+    if (first.length >= n) {
+      out = first.length === n ? first : first.subarray(0, n);
+      if (first.length > n) chunks.unshift(first.subarray(n));
     } else {
       out = Buffer.allocUnsafe(n);
-      let at = 0;
+      out.set(first);
+      let at = first.length;
       while (at < n) {
-        const chunk = chunks[this.#head] as Buffer;
+        const chunk = chunks.shift() as Buffer;
         const want = n - at;
         if (chunk.length <= want) {
           out.set(chunk, at);
           at += chunk.length;
-          chunks[this.#head++] = EMPTY as Buffer;
         } else {
           out.set(chunk.subarray(0, want), at);
-          chunks[this.#head] = chunk.subarray(want);
+          chunks.unshift(chunk.subarray(want));
           at = n;
         }
       }
     }
     this.#size -= n;
-    if (this.#head === this.#tail) {
-      // Every slot read (and emptied): start again at the front; an array a burst made long goes.
-      if (chunks.length > 64) this.#chunks = [];
-      this.#head = 0;
-      this.#tail = 0;
-    } else if (this.#head > 1024) {
-      this.#chunks = chunks.slice(this.#head, this.#tail);
-      this.#tail -= this.#head;
-      this.#head = 0;
-    }
     return out;
   }
 
@@ -244,13 +218,15 @@ export class StreamReader {
 
   /** Where `separator` first starts in the buffer at or after `offset`, or -1. */
   #find(separator: Uint8Array, offset: number): number {
-    if (this.#head < this.#tail - 1) {
+    const chunks = this.#chunks;
+    if (chunks.length > 1) {
       // Several chunks: join them once, so the search sees across their edges.
       const joined = this.#takeAll();
-      this.#append(joined);
+      chunks.push(joined);
       this.#size = joined.length;
     }
-    return this.#head === this.#tail ? -1 : (this.#chunks[this.#head] as Buffer).indexOf(separator, offset);
+    const only = chunks.peek();
+    return only === undefined ? -1 : only.indexOf(separator, offset);
   }
 
   /**

@@ -22,6 +22,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { EventLoop } from './base-events.js';
 import { RuntimeError, _isEscaping } from './exceptions.js';
+import { Deque } from './internal/deque.js';
 import { INSPECT, typeName } from './internal/format.js';
 import { copyOut, readBytes, type SocketReads } from './internal/socket-reads.js';
 import { logger } from './log.js';
@@ -126,14 +127,8 @@ export class Transport implements LoopResource {
   readonly #writable: Writable | null;
   readonly #extra: Record<string, unknown>;
   #owner: TransportOwner | null;
-  /**
-   * Chunks that arrived and were not delivered yet: `#inbox[#inboxHead..#inboxTail)`. The array
-   * keeps its slots once emptied (reset with `length = 0`, V8 would drop its storage and the
-   * next read would allocate it again).
-   */
-  #inbox: Buffer[] = [];
-  #inboxHead = 0;
-  #inboxTail = 0;
+  /** Chunks that arrived and were not delivered yet, in order. */
+  readonly #inbox = new Deque<Buffer>(4);
   /** Whether the protocol is a BufferedProtocol: it receives through `getBuffer`/`bufferUpdated`. */
   #buffered: boolean;
   /**
@@ -232,13 +227,13 @@ export class Transport implements LoopResource {
   // ───────────────────────────── what arrives from Node ─────────────────────────────
 
   readonly #onData = (chunk: Buffer | string): void => {
-    this.#enqueue(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+    this.#inbox.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
     this.#deliverSoon();
   };
 
   /** @internal Bytes read through `onread` before the transport was made (a copy of their own). */
   _received(chunk: Buffer): void {
-    this.#enqueue(chunk);
+    this.#inbox.push(chunk);
     this.#deliverSoon(true);
   }
 
@@ -247,7 +242,7 @@ export class Transport implements LoopResource {
    * read; whether to go on reading (always). Called from libuv's poll phase.
    */
   _read(nread: number): boolean {
-    if (this.#buffered && this.#inboxHead === this.#inboxTail && !this.#scheduled) {
+    if (this.#buffered && this.#inbox.length === 0 && !this.#scheduled) {
       // A loop waiting for I/O runs at once: the protocol's getBuffer() memory is then filled
       // straight from the read buffer, with no copy of the bytes' own in between.
       this.#inPlace = nread;
@@ -255,26 +250,9 @@ export class Transport implements LoopResource {
       if (this.#inPlace === 0) return true;
       this.#inPlace = 0;
     }
-    this.#enqueue(copyOut(nread));
+    this.#inbox.push(copyOut(nread));
     this.#deliverSoon(true);
     return true;
-  }
-
-  #enqueue(chunk: Buffer): void {
-    const inbox = this.#inbox;
-    const tail = this.#inboxTail++;
-    if (tail < inbox.length) inbox[tail] = chunk;
-    else inbox.push(chunk);
-  }
-
-  /** Forget every chunk not delivered yet (the slots keep no bytes alive). */
-  #emptyInbox(): void {
-    const inbox = this.#inbox;
-    // A burst queued while paused made the array long: let it go rather than keep its slots.
-    if (inbox.length > 64) this.#inbox = [];
-    else for (let i = this.#inboxHead; i < this.#inboxTail; i++) inbox[i] = EMPTY;
-    this.#inboxHead = 0;
-    this.#inboxTail = 0;
   }
 
   readonly #onEnd = (): void => {
@@ -321,19 +299,18 @@ export class Transport implements LoopResource {
     if (inPlace !== 0) {
       // The read this delivery was scheduled for, still in the thread's read buffer (the inbox is empty).
       this.#inPlace = 0;
-      // (A protocol set meanwhile that is not a BufferedProtocol may keep what it is given: a copy.)
-      if (this.#paused || this.#closing) this.#enqueue(copyOut(inPlace));
-      else if (!this.#receive(this.#buffered ? readBytes(inPlace) : copyOut(inPlace)) || this.#lost) return;
+      // Closing: dropped, as below. A protocol set meanwhile that is not a BufferedProtocol may
+      // keep what it is given: it gets a copy.
+      if (this.#paused) this.#inbox.push(copyOut(inPlace));
+      else if (!this.#closing && (!this.#receive(this.#buffered ? readBytes(inPlace) : copyOut(inPlace)) || this.#lost)) return;
     }
     const inbox = this.#inbox;
-    while (this.#inboxHead < this.#inboxTail && !this.#paused && !this.#closing) {
-      const chunk = inbox[this.#inboxHead] as Buffer;
-      inbox[this.#inboxHead++] = EMPTY;
-      if (!this.#receive(chunk) || this.#lost) return;
+    while (inbox.length > 0 && !this.#paused && !this.#closing) {
+      if (!this.#receive(inbox.shift() as Buffer) || this.#lost) return;
     }
     // Closed by this side: what had not been delivered is dropped, as asyncio stops reading.
-    if (this.#inboxHead === this.#inboxTail || this.#closing) this.#emptyInbox();
-    const drained = this.#inboxTail === 0;
+    if (this.#closing && inbox.length > 0) inbox.clear();
+    const drained = inbox.length === 0;
     if (this.#eofReceived && !this.#eofDelivered && drained && !this.#paused && !this.#closing) {
       this.#eofDelivered = true;
       let keepOpen: boolean | void;
@@ -375,7 +352,7 @@ export class Transport implements LoopResource {
     if (this.#lost) return;
     if (error !== null) this.#error ??= error;
     this.#closing = true;
-    this.#emptyInbox();
+    this.#inbox.clear();
     this.#readable?.destroy();
     if (this.#writable !== (this.#readable as unknown)) this.#writable?.destroy();
     if (this.#readClosed && this.#writeClosed) this.#connectionLost(this.#error);
