@@ -231,20 +231,19 @@ export class Server implements TransportOwner, LoopResource {
         });
         return;
       }
-      let reads = this.#secure ? null : new SocketReads();
-      const adopted = reads === null ? null : adoptWithOnread(accepted, reads);
-      if (adopted === null) reads = null;
+      const offered = this.#secure ? null : new SocketReads();
+      const adopted = offered === null ? null : adoptWithOnread(accepted, offered);
       const socket = adopted ?? accepted;
       if (this.#unixPath === null) socket.setNoDelay(true);
       const transport = new Transport(this.#loop, protocol, {
         readable: socket,
         writable: socket,
         owner: this,
-        reads,
+        reads: adopted === null ? null : offered,
         extra: this.#unixPath === null ? {} : { path: this.#unixPath },
       });
       // Accepted paused (pauseOnConnect) and read as a stream after all: its 'data' listener does not start it.
-      if (reads === null && !this.#secure) socket.resume();
+      if (adopted === null && !this.#secure) socket.resume();
       this.#clients.add(transport);
     });
   };

@@ -16,6 +16,8 @@ import { markAsUntransferable } from 'node:worker_threads';
 const READ_SIZE = 256 * 1024;
 /** Reads below this size are copied into Node's own Buffer pool (`Buffer.allocUnsafe` pools below `poolSize / 2`). */
 const NODE_POOLED = 4 * 1024;
+/** Reads up to this size share the small slabs. */
+const SMALL_SLABBED = 16 * 1024;
 /** Reads up to this size are copied into slabs; larger ones (rare: 128 KiB queued at once) into their own ArrayBuffer. */
 const SLABBED = 128 * 1024;
 
@@ -84,7 +86,7 @@ export function copyOut(nread: number): Buffer {
   const chunk =
     nread < NODE_POOLED
       ? Buffer.allocUnsafe(nread)
-      : nread <= 16 * 1024
+      : nread <= SMALL_SLABBED
         ? SMALL_SLABS.take(nread)
         : nread <= SLABBED
           ? LARGE_SLABS.take(nread)
