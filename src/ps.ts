@@ -96,11 +96,20 @@ function join(parts: ThreadSnapshot[]): ProcessSnapshot {
       if (call.taskId === null) continue;
       // The caller's thread says who awaits the call; if it could not answer, the task that made it.
       const awaiting = callers.get(`${call.linkId}/${call.callId}`) ?? (call.callerTaskId === null ? [] : [call.callerTaskId]);
-      served.set(call.taskId, [...(served.get(call.taskId) ?? []), ...awaiting]);
+      const list = served.get(call.taskId);
+      if (list === undefined) served.set(call.taskId, awaiting.slice());
+      else for (const id of awaiting) list.push(id);
     }
     for (const task of part.tasks) {
       const remote = served.get(task.taskId);
-      tasks.push(remote === undefined ? task : { ...task, awaitedBy: [...task.awaitedBy, ...remote.filter((id) => !task.awaitedBy.includes(id))] });
+      if (remote === undefined) {
+        tasks.push(task);
+        continue;
+      }
+      const local = new Set(task.awaitedBy);
+      const awaitedBy = task.awaitedBy.slice();
+      for (const id of remote) if (!local.has(id)) awaitedBy.push(id);
+      tasks.push({ ...task, awaitedBy });
     }
   }
   // Calls whose far side runs no task (a plain function's Promise): a leaf of the tasks awaiting them.
@@ -110,7 +119,11 @@ function join(parts: ThreadSnapshot[]): ProcessSnapshot {
   for (const part of parts) {
     for (const call of part.callsOut) {
       if (servedByTask.has(`${call.linkId}/${call.callId}`)) continue;
-      for (const id of call.awaitedBy) withLeaves.set(id, [...(withLeaves.get(id) ?? []), call.description]);
+      for (const id of call.awaitedBy) {
+        const leaves = withLeaves.get(id);
+        if (leaves === undefined) withLeaves.set(id, [call.description]);
+        else leaves.push(call.description);
+      }
     }
   }
   const joined = tasks.map((task) => {
@@ -207,7 +220,11 @@ export function formatTree(snap: ProcessSnapshot): string {
   for (const task of snap.tasks) {
     const parents = task.awaitedBy.filter((id) => known.has(id));
     if (parents.length === 0) roots.push(task);
-    for (const parent of parents) children.set(parent, [...(children.get(parent) ?? []), task]);
+    for (const parent of parents) {
+      const kids = children.get(parent);
+      if (kids === undefined) children.set(parent, [task]);
+      else kids.push(task);
+    }
   }
   lines.push('');
   if (snap.tasks.length === 0) lines.push('(no tasks)');
@@ -264,7 +281,8 @@ export function formatTable(snap: ProcessSnapshot): string {
       awaiters.map((id) => `0x${id.toString(16)}`).join(', '),
     ];
   });
-  const widths = header.map((title, i) => Math.max(title.length, ...cells.map((cell) => (cell[i] as string).length)));
+  // A loop, not Math.max(...cells): spread arguments overflow the stack past some 100k tasks.
+  const widths = header.map((title, i) => cells.reduce((width, cell) => Math.max(width, (cell[i] as string).length), title.length));
   const line = (cell: string[]): string => cell.map((text, i) => text.padEnd(widths[i] as number)).join('  ').trimEnd();
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...cells.map(line)].join('\n');
 }

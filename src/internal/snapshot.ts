@@ -74,19 +74,68 @@ export interface ThreadSnapshot {
   readonly callsIn: CallIn[];
 }
 
-/** The tasks awaiting `future` in this thread: directly, or through gathers, shields and TaskGroups. */
-function awaitingTasks(future: Future<unknown>, found: Set<number>, seen: Set<Future<unknown>>): void {
-  for (const [callback] of future._entries()) {
-    const waiter = waiterOf(callback);
-    if (waiter === undefined || seen.has(waiter)) continue;
-    seen.add(waiter);
-    if (waiter instanceof Task) found.add(idOf(waiter));
-    else awaitingTasks(waiter, found, seen);
+/**
+ * What one snapshot has already worked out about the futures between tasks (gathers, shields,
+ * calls), so that a future shared by many tasks is walked once per snapshot, not once per task:
+ * the tasks awaiting it, and the leaves under it.
+ */
+interface Memo {
+  readonly awaiters: Map<Future<unknown>, ReadonlyArray<Task<unknown>>>;
+  readonly leaves: Map<Future<unknown>, readonly string[]>;
+}
+
+const NO_TASKS: ReadonlyArray<Task<unknown>> = [];
+const NO_LEAVES: readonly string[] = [];
+
+/** A few tasks stay an array; more become a Set (a future awaited by thousands), which keeps their order too. */
+type Found = Array<Task<unknown>> | Set<Task<unknown>>;
+
+function added(found: Found, task: Task<unknown>): Found {
+  if (!Array.isArray(found)) return found.add(task);
+  if (found.includes(task)) return found;
+  found.push(task);
+  return found.length > 8 ? new Set(found) : found;
+}
+
+/**
+ * The tasks awaiting `future` in this thread, directly or through gathers, shields and
+ * TaskGroups, each once, in the order a walk of its done callbacks meets them.
+ */
+function awaitersOf(future: Future<unknown>, memo: Memo): ReadonlyArray<Task<unknown>> {
+  const known = memo.awaiters.get(future);
+  if (known !== undefined) return known;
+  // Futures between tasks form no cycle (each is made from futures that exist before it); the mark only guards the walk.
+  memo.awaiters.set(future, NO_TASKS);
+  let found: Found = [];
+  for (const [entry] of future._entries()) {
+    const waiter = waiterOf(entry);
+    if (waiter === undefined) continue;
+    if (waiter instanceof Task) found = added(found, waiter);
+    else for (const task of awaitersOf(waiter, memo)) found = added(found, task);
   }
+  const tasks = Array.isArray(found) ? found : [...found];
+  memo.awaiters.set(future, tasks);
+  return tasks;
+}
+
+/** The ids of the tasks awaiting `task`, itself left out (a task gathering itself). */
+function taskAwaiters(task: Task<unknown>, memo: Memo): number[] {
+  let found: Found = [];
+  // The task itself is not memoised: it is asked once per snapshot, and most tasks have no awaiter or one.
+  for (const [entry] of task._entries()) {
+    const waiter = waiterOf(entry);
+    if (waiter === undefined || waiter === task) continue;
+    if (waiter instanceof Task) found = added(found, waiter);
+    else for (const other of awaitersOf(waiter, memo)) if (other !== task) found = added(found, other);
+  }
+  // Ids are given on first use: in the order the awaiters are met, before the task's own.
+  const ids: number[] = [];
+  for (const other of found) ids.push(idOf(other));
+  return ids;
 }
 
 /** What a task's `_futWaiter` stands for, in a few words. */
-function describeAwaited(future: Future<unknown>): string {
+function describeAwaited(future: Future<unknown>, now: number): string {
   if (future instanceof Task) return `Task ${repr(future.getName())}`;
   const call = describeCall(future);
   if (call !== null) return call;
@@ -94,7 +143,7 @@ function describeAwaited(future: Future<unknown>): string {
   if (note instanceof ConcurrentFuture) return note._describeWork() ?? 'a concurrent future';
   if (note instanceof WaitNote) return note.text;
   if (note instanceof TimerHandle) {
-    const left = Math.max(0, note.when() - future.getLoop().time());
+    const left = Math.max(0, note.when() - now);
     return `sleep, ${left < 10 ? left.toFixed(2) : Math.round(left)} s left`;
   }
   const children = future._awaits();
@@ -106,20 +155,26 @@ function describeAwaited(future: Future<unknown>): string {
  * What a task awaits that is a node of its own but no task of a known thread — pool jobs,
  * comlink calls — directly or through a gather.
  */
-function collectLeaves(future: Future<unknown>, leaves: string[]): void {
-  if (future instanceof Task || describeCall(future) !== null || future.done()) return;
+function leavesOf(future: Future<unknown>, memo: Memo): readonly string[] {
+  if (future instanceof Task || describeCall(future) !== null || future.done()) return NO_LEAVES;
   const note = future._result;
-  if (note instanceof ConcurrentFuture) {
-    const work = note._describeWork();
-    if (work !== null) leaves.push(work);
-  } else if (note instanceof WaitNote && note.leaf) leaves.push(note.text);
-  for (const child of future._awaits()) collectLeaves(child, leaves);
+  const children = future._awaits();
+  let own: string | null = null;
+  if (note instanceof ConcurrentFuture) own = note._describeWork();
+  else if (note instanceof WaitNote && note.leaf) own = note.text;
+  if (children.length === 0) return own === null ? NO_LEAVES : [own];
+  const known = memo.leaves.get(future);
+  if (known !== undefined) return known;
+  const leaves: string[] = own === null ? [] : [own];
+  for (const child of children) for (const leaf of leavesOf(child, memo)) leaves.push(leaf);
+  memo.leaves.set(future, leaves);
+  return leaves;
 }
 
-function stackOf(task: Task<unknown>, loop: EventLoop): string[] {
-  const frames = task._futWaiter !== null && loop.getDebug() ? suspendedAt.get(task) : undefined;
+function stackOf(task: Task<unknown>, debug: boolean, coroutine: string): string[] {
+  const frames = task._futWaiter !== null && debug ? suspendedAt.get(task) : undefined;
   if (frames !== undefined) return frames.map((frame) => (frame.location === null ? frame.name : `${frame.name} at ${frame.location}`));
-  return [generatorName(task.getCoro() as object) ?? 'anonymous()'];
+  return [coroutine];
 }
 
 /** This thread's part of a snapshot. */
@@ -128,31 +183,33 @@ export function snapshotThisThread(): ThreadSnapshot {
   const threadName = currentThreadName();
   const loops: LoopRow[] = [];
   const tasks: TaskRow[] = [];
+  const memo: Memo = { awaiters: new Map(), leaves: new Map() };
   for (const loop of threadLoops<EventLoop>()) {
     const stats = loop._stats();
+    const debug = loop.getDebug();
+    const current = loop._currentTask;
+    const now = loop.time();
     let count = 0;
     for (let task = loop._taskList; task !== null; task = task._nextTask) {
       if (task.done()) continue;
       count++;
       const waiter = task._futWaiter;
-      const awaitedBy = new Set<number>();
-      awaitingTasks(task, awaitedBy, new Set([task]));
-      const leaves: string[] = [];
-      if (waiter !== null) collectLeaves(waiter, leaves);
+      const awaitedBy = taskAwaiters(task, memo);
+      const coroutine = generatorName(task.getCoro() as object) ?? 'anonymous()';
       const row: TaskRow = {
         threadId,
         threadName,
         loopId: loop._id,
         taskId: idOf(task),
         name: task.getName(),
-        coroutine: generatorName(task.getCoro() as object) ?? 'anonymous()',
-        state: loop._currentTask === task ? 'running' : task.cancelling() > 0 ? 'cancelling' : 'pending',
-        awaiting: waiter === null ? null : describeAwaited(waiter),
+        coroutine,
+        state: current === task ? 'running' : task.cancelling() > 0 ? 'cancelling' : 'pending',
+        awaiting: waiter === null ? null : describeAwaited(waiter, now),
         // While parked, the task's result slot holds the tick its wait began (see Task).
         waitingFor: waiter === null || typeof task._result !== 'number' ? 0 : Math.max(0, ((nowTick - task._result) | 0) / 1000),
-        stack: stackOf(task, loop),
-        awaitedBy: [...awaitedBy],
-        leaves,
+        stack: stackOf(task, debug, coroutine),
+        awaitedBy,
+        leaves: waiter === null ? [] : leavesOf(waiter, memo).slice(),
       };
       tasks.push(row);
     }
@@ -168,11 +225,10 @@ export function snapshotThisThread(): ThreadSnapshot {
       slowCallbacks: [...loop._slowCallbacks],
     });
   }
-    const calls = callsInFlight();
+  const calls = callsInFlight();
   const callsOut: CallOut[] = calls.out.map((call) => {
-    const awaitedBy = new Set<number>();
-    if (call.future instanceof Future) awaitingTasks(call.future, awaitedBy, new Set());
-    return { linkId: call.linkId, callId: call.callId, description: `call ${repr(call.name)} in ${call.peer}`, awaitedBy: [...awaitedBy] };
+    const awaitedBy = call.future instanceof Future ? awaitersOf(call.future, memo).map((task) => idOf(task)) : [];
+    return { linkId: call.linkId, callId: call.callId, description: `call ${repr(call.name)} in ${call.peer}`, awaitedBy };
   });
   const callsIn: CallIn[] = calls.in.map((call) => ({
     linkId: call.linkId,
