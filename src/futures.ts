@@ -447,6 +447,18 @@ export class Future<T = unknown> implements PromiseLike<T> {
     return entries;
   }
 
+  /** @internal How many done-callback entries there are; `_entryAt` reads them without copying them (snapshots read every task's). */
+  _entryCount(): number {
+    const cb = this._cb;
+    return cb === null ? 0 : Array.isArray(cb) ? cb.length >> 1 : 1;
+  }
+
+  /** @internal The callback (or waiting Task or gather) of entry `index`, 0 ≤ index < `_entryCount()`. */
+  _entryAt(index: number): Entry {
+    const cb = this._cb;
+    return (Array.isArray(cb) ? cb[index * 2] : cb) as Entry;
+  }
+
   /** @internal */
   _storeEntries(entries: Array<[Entry, Context | VarMap]>): void {
     this._cb = null;

@@ -22,11 +22,11 @@ import type { TaskInfo } from '../ps.js';
 /** One task of a snapshot: the public TaskInfo, and the edges that make the tree. */
 export interface TaskRow extends TaskInfo {
   /** Its coroutine chain, innermost first, as `name()` or `name() at file:line:column` (the chain in debug mode). */
-  readonly stack: string[];
+  readonly stack: readonly string[];
   /** The ids of the tasks awaiting it, in this thread and (through calls) in others. */
-  readonly awaitedBy: number[];
+  readonly awaitedBy: readonly number[];
   /** What it awaits that is not a task of a known thread: a pool job, a comlink call, a call served by a plain function. */
-  readonly leaves: string[];
+  readonly leaves: readonly string[];
 }
 
 /** A loop of a snapshot, with its health. */
@@ -82,10 +82,14 @@ export interface ThreadSnapshot {
 interface Memo {
   readonly awaiters: Map<Future<unknown>, ReadonlyArray<Task<unknown>>>;
   readonly leaves: Map<Future<unknown>, readonly string[]>;
+  /** The one-frame stack of each coroutine (outside debug mode), shared by its tasks' rows. */
+  readonly stacks: Map<string, readonly string[]>;
 }
 
-const NO_TASKS: ReadonlyArray<Task<unknown>> = [];
-const NO_LEAVES: readonly string[] = [];
+// Shared by every row that has none (rows are read, never changed): a snapshot of 20,000 tasks allocates half as much.
+const NO_TASKS: ReadonlyArray<Task<unknown>> = Object.freeze([]);
+const NO_IDS: readonly number[] = Object.freeze([]);
+const NO_LEAVES: readonly string[] = Object.freeze([]);
 
 /** A few tasks stay an array; more become a Set (a future awaited by thousands), which keeps their order too. */
 type Found = Array<Task<unknown>> | Set<Task<unknown>>;
@@ -107,8 +111,8 @@ function awaitersOf(future: Future<unknown>, memo: Memo): ReadonlyArray<Task<unk
   // Futures between tasks form no cycle (each is made from futures that exist before it); the mark only guards the walk.
   memo.awaiters.set(future, NO_TASKS);
   let found: Found = [];
-  for (const [entry] of future._entries()) {
-    const waiter = waiterOf(entry);
+  for (let i = 0, count = future._entryCount(); i < count; i++) {
+    const waiter = waiterOf(future._entryAt(i));
     if (waiter === undefined) continue;
     if (waiter instanceof Task) found = added(found, waiter);
     else for (const task of awaitersOf(waiter, memo)) found = added(found, task);
@@ -119,15 +123,22 @@ function awaitersOf(future: Future<unknown>, memo: Memo): ReadonlyArray<Task<unk
 }
 
 /** The ids of the tasks awaiting `task`, itself left out (a task gathering itself). */
-function taskAwaiters(task: Task<unknown>, memo: Memo): number[] {
+function taskAwaiters(task: Task<unknown>, memo: Memo): readonly number[] {
+  const count = task._entryCount();
+  // Most tasks are awaited by nobody, or by one task directly: nothing to walk, nothing to allocate but the answer.
+  if (count === 0) return NO_IDS;
+  if (count === 1) {
+    const waiter = waiterOf(task._entryAt(0));
+    if (waiter instanceof Task) return waiter === task ? NO_IDS : [idOf(waiter)];
+  }
   let found: Found = [];
-  // The task itself is not memoised: it is asked once per snapshot, and most tasks have no awaiter or one.
-  for (const [entry] of task._entries()) {
-    const waiter = waiterOf(entry);
+  for (let i = 0; i < count; i++) {
+    const waiter = waiterOf(task._entryAt(i));
     if (waiter === undefined || waiter === task) continue;
     if (waiter instanceof Task) found = added(found, waiter);
     else for (const other of awaitersOf(waiter, memo)) if (other !== task) found = added(found, other);
   }
+  if (Array.isArray(found) && found.length === 0) return NO_IDS;
   // Ids are given on first use: in the order the awaiters are met, before the task's own.
   const ids: number[] = [];
   for (const other of found) ids.push(idOf(other));
@@ -171,10 +182,12 @@ function leavesOf(future: Future<unknown>, memo: Memo): readonly string[] {
   return leaves;
 }
 
-function stackOf(task: Task<unknown>, debug: boolean, coroutine: string): string[] {
+function stackOf(task: Task<unknown>, debug: boolean, coroutine: string, memo: Memo): readonly string[] {
   const frames = task._futWaiter !== null && debug ? suspendedAt.get(task) : undefined;
   if (frames !== undefined) return frames.map((frame) => (frame.location === null ? frame.name : `${frame.name} at ${frame.location}`));
-  return [coroutine];
+  let stack = memo.stacks.get(coroutine);
+  if (stack === undefined) memo.stacks.set(coroutine, (stack = Object.freeze([coroutine])));
+  return stack;
 }
 
 /** This thread's part of a snapshot. */
@@ -183,7 +196,7 @@ export function snapshotThisThread(): ThreadSnapshot {
   const threadName = currentThreadName();
   const loops: LoopRow[] = [];
   const tasks: TaskRow[] = [];
-  const memo: Memo = { awaiters: new Map(), leaves: new Map() };
+  const memo: Memo = { awaiters: new Map(), leaves: new Map(), stacks: new Map() };
   for (const loop of threadLoops<EventLoop>()) {
     const stats = loop._stats();
     const debug = loop.getDebug();
@@ -207,9 +220,9 @@ export function snapshotThisThread(): ThreadSnapshot {
         awaiting: waiter === null ? null : describeAwaited(waiter, now),
         // While parked, the task's result slot holds the tick its wait began (see Task).
         waitingFor: waiter === null || typeof task._result !== 'number' ? 0 : Math.max(0, ((nowTick - task._result) | 0) / 1000),
-        stack: stackOf(task, debug, coroutine),
+        stack: stackOf(task, debug, coroutine, memo),
         awaitedBy,
-        leaves: waiter === null ? [] : leavesOf(waiter, memo).slice(),
+        leaves: waiter === null ? NO_LEAVES : leavesOf(waiter, memo),
       };
       tasks.push(row);
     }
