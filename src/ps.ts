@@ -215,16 +215,19 @@ function leafKind(leaf: string): string {
 export function formatTree(snap: ProcessSnapshot): string {
   const lines = snap.threads.map(threadLine);
   const children = new Map<number, TaskRow[]>();
-  const known = new Set(snap.tasks.map((task) => task.taskId));
+  const known = new Set<number>();
+  for (const task of snap.tasks) known.add(task.taskId);
   const roots: TaskRow[] = [];
   for (const task of snap.tasks) {
-    const parents = task.awaitedBy.filter((id) => known.has(id));
-    if (parents.length === 0) roots.push(task);
-    for (const parent of parents) {
+    let parents = 0;
+    for (const parent of task.awaitedBy) {
+      if (!known.has(parent)) continue;
+      parents++;
       const kids = children.get(parent);
       if (kids === undefined) children.set(parent, [task]);
       else kids.push(task);
     }
+    if (parents === 0) roots.push(task);
   }
   lines.push('');
   if (snap.tasks.length === 0) lines.push('(no tasks)');
@@ -237,17 +240,20 @@ export function formatTree(snap: ProcessSnapshot): string {
     }
     drawn.add(task.taskId);
     lines.push(`${prefix}${branch}${taskLabel(task)}`);
+    const kids = children.get(task.taskId);
+    const kidCount = kids === undefined ? 0 : kids.length;
+    let leaves: string[] | null = null;
+    if (task.leaves.length > 0) {
+      // Identical leaves (a gather of 24 jobs of one function) as one line with a count.
+      const counted = new Map<string, number>();
+      for (const leaf of task.leaves) counted.set(leaf, (counted.get(leaf) ?? 0) + 1);
+      leaves = [...counted].map(([leaf, count]) => `${leafKind(leaf)} ${count > 1 ? `${count} × ` : ''}${leaf}`);
+    }
+    const count = kidCount + (leaves === null ? 0 : leaves.length);
+    if (count === 0) return;
     const below = prefix + (top || last ? '    ' : '│   ');
-    const kids = children.get(task.taskId) ?? [];
-    // Identical leaves (a gather of 24 jobs of one function) as one line with a count.
-    const counted = new Map<string, number>();
-    for (const leaf of task.leaves) counted.set(leaf, (counted.get(leaf) ?? 0) + 1);
-    const items: Array<TaskRow | string> = [...kids, ...[...counted].map(([leaf, count]) => `${leafKind(leaf)} ${count > 1 ? `${count} × ` : ''}${leaf}`)];
-    items.forEach((item, i) => {
-      const isLast = i === items.length - 1;
-      if (typeof item === 'string') lines.push(`${below}${isLast ? '└── ' : '├── '}${item}`);
-      else draw(item, below, isLast, false);
-    });
+    for (let i = 0; i < kidCount; i++) draw((kids as TaskRow[])[i] as TaskRow, below, i === count - 1, false);
+    if (leaves !== null) leaves.forEach((leaf, i) => lines.push(`${below}${kidCount + i === count - 1 ? '└── ' : '├── '}${leaf}`));
   };
   for (const root of roots) draw(root, '', true, true);
   // Tasks in a cycle of awaiting (a task awaiting itself through others) have no root: draw them too.
