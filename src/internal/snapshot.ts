@@ -84,6 +84,10 @@ interface Memo {
   readonly leaves: Map<Future<unknown>, readonly string[]>;
   /** The one-frame stack of each coroutine (outside debug mode), shared by its tasks' rows. */
   readonly stacks: Map<string, readonly string[]>;
+  /** Each description of what a task awaits, once: thousands of tasks sleep as long as one another, or await one future. */
+  readonly texts: Map<string, string>;
+  /** The one-id list of awaiters of the tasks awaited by one task only (a gather's or a TaskGroup's children), by that id. */
+  readonly single: Map<number, readonly number[]>;
 }
 
 // Shared by every row that has none (rows are read, never changed): a snapshot of 20,000 tasks allocates half as much.
@@ -129,7 +133,7 @@ function taskAwaiters(task: Task<unknown>, memo: Memo): readonly number[] {
   if (count === 0) return NO_IDS;
   if (count === 1) {
     const waiter = waiterOf(task._entryAt(0));
-    if (waiter instanceof Task) return waiter === task ? NO_IDS : [idOf(waiter)];
+    if (waiter instanceof Task) return waiter === task ? NO_IDS : single(idOf(waiter), memo);
   }
   let found: Found = [];
   for (let i = 0; i < count; i++) {
@@ -138,11 +142,25 @@ function taskAwaiters(task: Task<unknown>, memo: Memo): readonly number[] {
     if (waiter instanceof Task) found = added(found, waiter);
     else for (const other of awaitersOf(waiter, memo)) if (other !== task) found = added(found, other);
   }
-  if (Array.isArray(found) && found.length === 0) return NO_IDS;
+  if (Array.isArray(found) && found.length <= 1) return found.length === 0 ? NO_IDS : single(idOf(found[0] as Task<unknown>), memo);
   // Ids are given on first use: in the order the awaiters are met, before the task's own.
   const ids: number[] = [];
   for (const other of found) ids.push(idOf(other));
   return ids;
+}
+
+function single(id: number, memo: Memo): readonly number[] {
+  let ids = memo.single.get(id);
+  if (ids === undefined) memo.single.set(id, (ids = Object.freeze([id])));
+  return ids;
+}
+
+/** `text`, or the same text met before in this snapshot: rows keep one copy of each (the others die young, unseen by the collector). */
+function interned(text: string, memo: Memo): string {
+  const known = memo.texts.get(text);
+  if (known !== undefined) return known;
+  memo.texts.set(text, text);
+  return text;
 }
 
 /** What a task's `_futWaiter` stands for, in a few words. */
@@ -196,7 +214,7 @@ export function snapshotThisThread(): ThreadSnapshot {
   const threadName = currentThreadName();
   const loops: LoopRow[] = [];
   const tasks: TaskRow[] = [];
-  const memo: Memo = { awaiters: new Map(), leaves: new Map(), stacks: new Map() };
+  const memo: Memo = { awaiters: new Map(), leaves: new Map(), stacks: new Map(), texts: new Map(), single: new Map() };
   for (const loop of threadLoops<EventLoop>()) {
     const stats = loop._stats();
     const debug = loop.getDebug();
@@ -217,7 +235,7 @@ export function snapshotThisThread(): ThreadSnapshot {
         name: task.getName(),
         coroutine,
         state: current === task ? 'running' : task.cancelling() > 0 ? 'cancelling' : 'pending',
-        awaiting: waiter === null ? null : describeAwaited(waiter, now),
+        awaiting: waiter === null ? null : interned(describeAwaited(waiter, now), memo),
         // While parked, the task's result slot holds the tick its wait began (see Task).
         waitingFor: waiter === null || typeof task._result !== 'number' ? 0 : Math.max(0, ((nowTick - task._result) | 0) / 1000),
         stack: stackOf(task, debug, coroutine, memo),
