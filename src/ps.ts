@@ -87,8 +87,6 @@ export async function snapshot(options?: SnapshotOptions): Promise<ProcessSnapsh
 function join(parts: ThreadSnapshot[]): ProcessSnapshot {
   const callers = new Map<string, number[]>();
   for (const part of parts) for (const call of part.callsOut) callers.set(`${call.linkId}/${call.callId}`, call.awaitedBy);
-  const byId = new Map<number, TaskRow>();
-  for (const part of parts) for (const task of part.tasks) byId.set(task.taskId, task);
   const tasks: TaskRow[] = [];
   for (const part of parts) {
     const served = new Map<number, number[]>();
