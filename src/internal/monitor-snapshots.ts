@@ -13,8 +13,8 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { formatTree, snapshot, type ProcessSnapshot } from '../ps.js';
 
-/** Tasks serialised per turn of the event loop: some 2 ms of JSON.stringify, so that a big snapshot never holds the app's loop for long. */
-const TASKS_PER_TURN = 2000;
+/** Tasks serialised per turn of the event loop: a millisecond or two of JSON.stringify, so that a big snapshot never holds the app's loop for long. */
+const TASKS_PER_TURN = 1000;
 
 /** Bytes of an answer handed to the socket at a time: a 5 MB snapshot is not copied into the kernel in one go. */
 const PIECE = 64 * 1024;
@@ -37,7 +37,8 @@ export async function serialise(snap: ProcessSnapshot): Promise<Buffer> {
   const head = JSON.stringify(rest);
   const parts = [Buffer.from(`${head.slice(0, -1)}${head === '{}' ? '' : ','}"tasks":[`)];
   for (let at = 0; at < tasks.length; at += TASKS_PER_TURN) {
-    if (at > 0) await nextTurn();
+    // The first turn too: the snapshot itself has just held the loop for as long as it took.
+    await nextTurn();
     const text = JSON.stringify(tasks.slice(at, at + TASKS_PER_TURN));
     parts.push(Buffer.from(`${at > 0 ? ',' : ''}${text.slice(1, -1)}`));
   }
