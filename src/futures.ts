@@ -93,6 +93,9 @@ export function _reportUnretrieved(loop: EventLoop): void {
   }
 }
 
+/** What a plain future waits for, shared: snapshots ask every parked task's future. */
+const AWAITS_NOTHING: ReadonlyArray<Future<unknown>> = Object.freeze([]);
+
 /**
  * The eventual result of an operation, bound to one loop (asyncio.Future).
  *
@@ -356,7 +359,7 @@ export class Future<T = unknown> implements PromiseLike<T> {
 
   /** @internal The futures this one waits for (a gather's children), for snapshots; none for a plain future. */
   _awaits(): ReadonlyArray<Future<unknown>> {
-    return [];
+    return AWAITS_NOTHING;
   }
 
   /** @internal 'Future' or 'Task', for reports. */

@@ -88,6 +88,8 @@ interface Memo {
   readonly texts: Map<string, string>;
   /** The one-id list of awaiters of the tasks awaited by one task only (a gather's or a TaskGroup's children), by that id. */
   readonly single: Map<number, readonly number[]>;
+  /** `sleep, N s left` by N, for sleeps of 10 s or more. */
+  readonly sleeps: Map<number, string>;
 }
 
 // Shared by every row that has none (rows are read, never changed): a snapshot of 20,000 tasks allocates half as much.
@@ -134,6 +136,12 @@ function taskAwaiters(task: Task<unknown>, memo: Memo): readonly number[] {
   if (count === 1) {
     const waiter = waiterOf(task._entryAt(0));
     if (waiter instanceof Task) return waiter === task ? NO_IDS : single(idOf(waiter), memo);
+    // A gather's or a shield's child: the tasks awaiting that, known after its first child.
+    if (waiter !== undefined) {
+      const others = awaitersOf(waiter, memo);
+      if (others.length === 0 || (others.length === 1 && others[0] === task)) return NO_IDS;
+      if (others.length === 1) return single(idOf(others[0] as Task<unknown>), memo);
+    }
   }
   let found: Found = [];
   for (let i = 0; i < count; i++) {
@@ -164,7 +172,7 @@ function interned(text: string, memo: Memo): string {
 }
 
 /** What a task's `_futWaiter` stands for, in a few words. */
-function describeAwaited(future: Future<unknown>, now: number): string {
+function describeAwaited(future: Future<unknown>, now: number, memo: Memo): string {
   if (future instanceof Task) return `Task ${repr(future.getName())}`;
   const call = describeCall(future);
   if (call !== null) return call;
@@ -173,7 +181,12 @@ function describeAwaited(future: Future<unknown>, now: number): string {
   if (note instanceof WaitNote) return note.text;
   if (note instanceof TimerHandle) {
     const left = Math.max(0, note.when() - now);
-    return `sleep, ${left < 10 ? left.toFixed(2) : Math.round(left)} s left`;
+    if (left < 10) return `sleep, ${left.toFixed(2)} s left`;
+    // Whole seconds: thousands of tasks sleeping about as long share one text, made once.
+    const seconds = Math.round(left);
+    let text = memo.sleeps.get(seconds);
+    if (text === undefined) memo.sleeps.set(seconds, (text = `sleep, ${seconds} s left`));
+    return text;
   }
   const children = future._awaits();
   if (children.length > 0) return `gather of ${children.length}`;
@@ -214,7 +227,7 @@ export function snapshotThisThread(): ThreadSnapshot {
   const threadName = currentThreadName();
   const loops: LoopRow[] = [];
   const tasks: TaskRow[] = [];
-  const memo: Memo = { awaiters: new Map(), leaves: new Map(), stacks: new Map(), texts: new Map(), single: new Map() };
+  const memo: Memo = { awaiters: new Map(), leaves: new Map(), stacks: new Map(), texts: new Map(), single: new Map(), sleeps: new Map() };
   for (const loop of threadLoops<EventLoop>()) {
     const stats = loop._stats();
     const debug = loop.getDebug();
@@ -235,7 +248,7 @@ export function snapshotThisThread(): ThreadSnapshot {
         name: task.getName(),
         coroutine,
         state: current === task ? 'running' : task.cancelling() > 0 ? 'cancelling' : 'pending',
-        awaiting: waiter === null ? null : interned(describeAwaited(waiter, now), memo),
+        awaiting: waiter === null ? null : interned(describeAwaited(waiter, now, memo), memo),
         // While parked, the task's result slot holds the tick its wait began (see Task).
         waitingFor: waiter === null || typeof task._result !== 'number' ? 0 : Math.max(0, ((nowTick - task._result) | 0) / 1000),
         stack: stackOf(task, debug, coroutine, memo),
