@@ -208,6 +208,17 @@ describe('startMonitor: who it answers', () => {
       await monitor.close();
     }
   });
+  it('answers a request whose path is no URL with 400 and one line', async () => {
+    const monitor = await startMonitor({ port: 0 });
+    try {
+      const answer = await askRaw(monitor.port, `GET http://[::1 HTTP/1.1\r\nHost: 127.0.0.1:${monitor.port}\r\nConnection: close\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).toContain('\r\nbad request: the path is no URL\n');
+      expect(monitor.statistics().snapshots).toBe(0);
+    } finally {
+      await monitor.close();
+    }
+  });
 });
 
 describe('startMonitor: what it costs', () => {
