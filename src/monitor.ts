@@ -162,7 +162,10 @@ export async function startMonitor(options: MonitorOptions): Promise<Monitor> {
     }
   };
 
-  const server = createServer((request, response) => void serve(request, response));
+  const server = createServer((request, response) => {
+    // Nothing a client sends may end the app (an unhandled rejection would): what escapes ends that answer only.
+    serve(request, response).catch(() => response.destroy());
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
