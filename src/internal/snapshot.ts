@@ -79,7 +79,7 @@ export interface ThreadSnapshot {
  * calls), so that a future shared by many tasks is walked once per snapshot, not once per task:
  * the tasks awaiting it, and the leaves under it.
  */
-interface Memo {
+export interface Memo {
   readonly awaiters: Map<Future<unknown>, ReadonlyArray<Task<unknown>>>;
   readonly leaves: Map<Future<unknown>, readonly string[]>;
   /** The one-frame stack of each coroutine (outside debug mode), shared by its tasks' rows. */
@@ -221,54 +221,65 @@ function stackOf(task: Task<unknown>, debug: boolean, coroutine: string, memo: M
   return stack;
 }
 
-/** This thread's part of a snapshot. */
-export function snapshotThisThread(): ThreadSnapshot {
-  const nowTick = performance.now() | 0;
-  const threadName = currentThreadName();
-  const loops: LoopRow[] = [];
-  const tasks: TaskRow[] = [];
-  const memo: Memo = { awaiters: new Map(), leaves: new Map(), stacks: new Map(), texts: new Map(), single: new Map(), sleeps: new Map() };
-  for (const loop of threadLoops<EventLoop>()) {
-    const stats = loop._stats();
-    const debug = loop.getDebug();
-    const current = loop._currentTask;
-    const now = loop.time();
-    let count = 0;
-    for (let task = loop._taskList; task !== null; task = task._nextTask) {
-      if (task.done()) continue;
-      count++;
-      const waiter = task._futWaiter;
-      const awaitedBy = taskAwaiters(task, memo);
-      const coroutine = generatorName(task.getCoro() as object) ?? 'anonymous()';
-      const row: TaskRow = {
-        threadId,
-        threadName,
-        loopId: loop._id,
-        taskId: idOf(task),
-        name: task.getName(),
-        coroutine,
-        state: current === task ? 'running' : task.cancelling() > 0 ? 'cancelling' : 'pending',
-        awaiting: waiter === null ? null : interned(describeAwaited(waiter, now, memo), memo),
-        // While parked, the task's result slot holds the tick its wait began (see Task).
-        waitingFor: waiter === null || typeof task._result !== 'number' ? 0 : Math.max(0, ((nowTick - task._result) | 0) / 1000),
-        stack: stackOf(task, debug, coroutine, memo),
-        awaitedBy,
-        leaves: waiter === null ? NO_LEAVES : leavesOf(waiter, memo),
-      };
-      tasks.push(row);
-    }
-    loops.push({
-      threadId,
-      loopId: loop._id,
-      state: stats.closed ? 'closed' : !stats.running ? 'stopped' : loop._inDrive() ? 'running' : 'idle',
-      debug: stats.debug,
-      iterations: loop._iterations,
-      ready: stats.ready,
-      timers: stats.timers,
-      tasks: count,
-      slowCallbacks: [...loop._slowCallbacks],
-    });
-  }
+/** A new memo: one per snapshot, or per slice of one (what it remembers holds for one turn of the loop). */
+export function newMemo(): Memo {
+  return { awaiters: new Map(), leaves: new Map(), stacks: new Map(), texts: new Map(), single: new Map(), sleeps: new Map() };
+}
+
+/** What every task of a loop is read against: the loop, and the moment (its clock, and the tick for waits). */
+export interface Scene {
+  readonly loop: EventLoop;
+  readonly threadName: string;
+  readonly debug: boolean;
+  readonly current: Task<unknown> | null;
+  readonly now: number;
+  readonly nowTick: number;
+}
+
+/** The scene of `loop` now; `nowTick`: performance.now() | 0, read once per snapshot. */
+export function sceneOf(loop: EventLoop, threadName: string, nowTick: number): Scene {
+  return { loop, threadName, debug: loop.getDebug(), current: loop._currentTask, now: loop.time(), nowTick };
+}
+
+/** The row of `task`, not done, of the loop of `scene`. */
+export function taskRow(task: Task<unknown>, scene: Scene, memo: Memo): TaskRow {
+  const waiter = task._futWaiter;
+  const awaitedBy = taskAwaiters(task, memo);
+  const coroutine = generatorName(task.getCoro() as object) ?? 'anonymous()';
+  return {
+    threadId,
+    threadName: scene.threadName,
+    loopId: scene.loop._id,
+    taskId: idOf(task),
+    name: task.getName(),
+    coroutine,
+    state: scene.current === task ? 'running' : task.cancelling() > 0 ? 'cancelling' : 'pending',
+    awaiting: waiter === null ? null : interned(describeAwaited(waiter, scene.now, memo), memo),
+    // While parked, the task's result slot holds the tick its wait began (see Task).
+    waitingFor: waiter === null || typeof task._result !== 'number' ? 0 : Math.max(0, ((scene.nowTick - task._result) | 0) / 1000),
+    stack: stackOf(task, scene.debug, coroutine, memo),
+    awaitedBy,
+    leaves: waiter === null ? NO_LEAVES : leavesOf(waiter, memo),
+  };
+}
+
+/** The row of `loop`, whose `_stats()` are `stats`, with `count` tasks not done. */
+export function loopRow(loop: EventLoop, stats: ReturnType<EventLoop['_stats']>, count: number): LoopRow {
+  return {
+    threadId,
+    loopId: loop._id,
+    state: stats.closed ? 'closed' : !stats.running ? 'stopped' : loop._inDrive() ? 'running' : 'idle',
+    debug: stats.debug,
+    iterations: loop._iterations,
+    ready: stats.ready,
+    timers: stats.timers,
+    tasks: count,
+    slowCallbacks: [...loop._slowCallbacks],
+  };
+}
+
+/** This thread's calls to and from other threads in flight. */
+export function callsOfThisThread(memo: Memo): { callsOut: CallOut[]; callsIn: CallIn[] } {
   const calls = callsInFlight();
   const callsOut: CallOut[] = calls.out.map((call) => {
     const awaitedBy = call.future instanceof Future ? awaitersOf(call.future, memo).map((task) => idOf(task)) : [];
@@ -280,6 +291,28 @@ export function snapshotThisThread(): ThreadSnapshot {
     taskId: call.future instanceof Task ? idOf(call.future) : null,
     callerTaskId: call.origin?.taskId ?? null,
   }));
+  return { callsOut, callsIn };
+}
+
+/** This thread's part of a snapshot. */
+export function snapshotThisThread(): ThreadSnapshot {
+  const nowTick = performance.now() | 0;
+  const threadName = currentThreadName();
+  const loops: LoopRow[] = [];
+  const tasks: TaskRow[] = [];
+  const memo = newMemo();
+  for (const loop of threadLoops<EventLoop>()) {
+    const stats = loop._stats();
+    const scene = sceneOf(loop, threadName, nowTick);
+    let count = 0;
+    for (let task = loop._taskList; task !== null; task = task._nextTask) {
+      if (task.done()) continue;
+      count++;
+      tasks.push(taskRow(task, scene, memo));
+    }
+    loops.push(loopRow(loop, stats, count));
+  }
+  const { callsOut, callsIn } = callsOfThisThread(memo);
   return { threadId, threadName, responsive: true, blockedFor: null, health: threadHealth(), loops, tasks, callsOut, callsIn };
 }
 
