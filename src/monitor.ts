@@ -81,11 +81,13 @@ const TEXT = 'text/plain; charset=utf-8';
  * `allowedHosts`; others get `421` and one line of text. A browser's request that a page of
  * another origin makes (`Origin`, `Sec-Fetch-Site`) gets `403`. The page itself forbids framing.
  *
- * What it costs the app: a snapshot reads every task of every loop in one go on each thread;
- * the monitor takes at most one at a time (requests meanwhile wait for it) and at most one per
+ * What it costs the app: a snapshot reads every task of every loop of each thread — the
+ * monitor's own thread a thousand tasks per turn of its event loop (when it is the main thread:
+ * its rows are then not all of one moment, unlike `ps()`'s), the others in one go each; the
+ * monitor takes at most one at a time (requests meanwhile wait for it) and at most one per
  * `minInterval` seconds (default 1: requests within it of the last snapshot get that one; a
  * connection asking again for the one it has waits for the next), and serialises it once for
- * every client — a few thousand tasks per turn of the event loop, gzipped once for the clients
+ * every client — a thousand tasks per turn of the event loop, gzipped once for the clients
  * that take gzip — so that clients refreshing as fast as they can cost the app about one
  * snapshot a second. `statistics()` counts the snapshots taken.
  *

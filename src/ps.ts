@@ -9,6 +9,7 @@ import { isMainThread } from 'node:worker_threads';
 import type { ThreadHealth } from './internal/introspect.js';
 import { repr } from './internal/format.js';
 import type { LoopRow, TaskRow, ThreadSnapshot } from './internal/snapshot.js';
+import { snapshotThisThreadInSlices } from './internal/snapshot-slices.js';
 import { _snapshotProcess } from './loop-thread.js';
 
 /** One task in a `ps()` snapshot. */
@@ -81,6 +82,15 @@ export interface ProcessSnapshot {
 export async function snapshot(options?: SnapshotOptions): Promise<ProcessSnapshot> {
   const parts = await _snapshotProcess(deadlineOf(options, 'snapshot()'));
   return join(parts);
+}
+
+/**
+ * @internal The live monitor's snapshot: as `snapshot()`'s, except that when it is taken from
+ * this thread, this thread's task rows are read a thousand per turn of its event loop (see
+ * internal/snapshot-slices.ts); `timeout` in seconds.
+ */
+export async function _snapshotInSlices(timeout: number): Promise<ProcessSnapshot> {
+  return join(await _snapshotProcess(timeout * 1000, snapshotThisThreadInSlices));
 }
 
 /** Join the threads' parts: a task serving a call is awaited by the tasks awaiting that call in the caller's thread. */

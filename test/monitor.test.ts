@@ -10,6 +10,8 @@ import { Agent, request as httpRequest, type IncomingHttpHeaders, type OutgoingH
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LoopThread, ensureFuture, getRunningLoop, run, sleep, startMonitor, type Coroutine, type Monitor } from '../src/index.js';
+import { snapshotThisThreadInSlices } from '../src/internal/snapshot-slices.js';
+import { snapshotThisThread } from '../src/internal/snapshot.js';
 import { Browser } from './helpers/browser.js';
 import { needProgram } from './helpers/system.js';
 
@@ -250,6 +252,44 @@ describe('startMonitor: what it costs', () => {
     expect(seen.stats).toEqual({ requests: 16, refused: 0, snapshots: 1 });
     // The thread answered once released: the snapshot waited for it, as its timeout says.
     expect(seen.stuck).toBe(false);
+  });
+
+  it("reads its own thread's tasks a slice at a time: the app's loop runs between slices, and the rows are those read in one go", async () => {
+    const seen = await run(
+      (function* main(): Coroutine<{ whole: unknown[]; sliced: unknown[]; spinsWhole: number; spinsSliced: number }> {
+        const loop = getRunningLoop();
+        const tasks = Array.from({ length: 50 }, (_, i) => loop.createTask(parked(), { name: `parked-${i}` }));
+        let spins = 0;
+        let spinning = true;
+        const spinner = loop.createTask(
+          (function* spinning_(): Coroutine<void> {
+            while (spinning) {
+              spins++;
+              yield;
+            }
+          })(),
+        );
+        yield* sleep(0.01);
+        // Rows without the spinner's (it runs or not as the loop goes) and without how long each waited (read at two moments).
+        const comparable = (rows: ReadonlyArray<{ name: string; waitingFor: number }>): unknown[] =>
+          rows.filter((row) => row.name.startsWith('parked-')).map(({ waitingFor: _waited, ...rest }) => rest);
+        let started = spins;
+        const whole = yield* ensureFuture(Promise.resolve(snapshotThisThread()));
+        const spinsWhole = spins - started;
+        started = spins;
+        const sliced = yield* ensureFuture(snapshotThisThreadInSlices(1));
+        const spinsSliced = spins - started;
+        spinning = false;
+        yield* spinner;
+        for (const task of tasks) task.cancel();
+        return { whole: comparable(whole.tasks), sliced: comparable(sliced.tasks), spinsWhole, spinsSliced };
+      })(),
+    );
+    expect(seen.sliced).toHaveLength(50);
+    expect(seen.sliced).toEqual(seen.whole);
+    // One row per turn: the spinner ran between each two of the 50 rows; read in one go, only while the answer came back.
+    expect(seen.spinsSliced).toBeGreaterThanOrEqual(40);
+    expect(seen.spinsWhole).toBeLessThan(40);
   });
 
   it('takes at most one snapshot per minInterval: other connections get the last one, a connection that has it waits for the next', async () => {

@@ -1,9 +1,10 @@
 /**
  * The snapshots a live monitor serves, and what they cost the app: at most one taken at a time
  * (requests meanwhile wait for it), at most one per `minInterval` (requests within it of the last
- * get that one), each serialised once for every client — its tasks a few thousand per turn of
- * the event loop, gzipped once in libuv's thread pool for the clients that take gzip — and sent
- * a piece at a time. A connection that asks again for the snapshot it already has waits for the
+ * get that one), this thread's tasks read a thousand per turn of the event loop
+ * (snapshot-slices.ts), each snapshot serialised once for every client — a thousand tasks per
+ * turn, gzipped once in libuv's thread pool for the clients that take gzip — and sent a piece at
+ * a time. A connection that asks again for the snapshot it already has waits for the
  * next: a client polling as fast as it can costs the app one answer per interval, not thousands.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -11,7 +12,7 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { formatTree, snapshot, type ProcessSnapshot } from '../ps.js';
+import { _snapshotInSlices, formatTree, type ProcessSnapshot } from '../ps.js';
 
 /** Tasks serialised per turn of the event loop: a millisecond or two of JSON.stringify, so that a big snapshot never holds the app's loop for long. */
 const TASKS_PER_TURN = 1000;
@@ -145,7 +146,7 @@ export class Snapshots {
   }
 
   async #take(): Promise<Served> {
-    const snap = await snapshot({ timeout: this.#timeout });
+    const snap = await _snapshotInSlices(this.#timeout);
     const served: Served = { snap, json: await serialise(snap), gzip: null, tree: null };
     this.#last = served;
     this.#lastAt = performance.now();
