@@ -155,7 +155,7 @@ export async function startMonitor(options: MonitorOptions): Promise<Monitor> {
         else send(response, 200, headers, served.json);
       } else if (path === '/pstree.txt') {
         const served = await snapshots.forConnection(request.socket, 'tree');
-        send(response, 200, { 'Content-Type': TEXT }, snapshots.tree(served));
+        send(response, 200, { 'Content-Type': TEXT }, await snapshots.tree(served));
       } else {
         response.writeHead(404, { 'Content-Type': TEXT }).end('not found: / /snapshot.json /pstree.txt\n');
       }

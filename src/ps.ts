@@ -221,6 +221,22 @@ function leafKind(leaf: string): string {
 
 /** The snapshot as text: the threads, then the forest of tasks by who awaits whom. */
 export function formatTree(snap: ProcessSnapshot): string {
+  const drawing = _treeInTurns(snap);
+  for (;;) {
+    const step = drawing.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/** Lines drawn between two pauses of `_treeInTurns`. */
+const LINES_PER_TURN = 2000;
+
+/**
+ * @internal formatTree's text, drawn a top-level task at a time: it pauses (yields) once some
+ * two thousand lines are drawn, between two top-level tasks, so that the monitor can draw a big
+ * tree a turn of the event loop at a time; returns the text.
+ */
+export function* _treeInTurns(snap: ProcessSnapshot): Generator<void, string, void> {
   const lines = snap.threads.map(threadLine);
   const children = new Map<number, TaskRow[]>();
   const known = new Set<number>();
@@ -263,9 +279,23 @@ export function formatTree(snap: ProcessSnapshot): string {
     for (let i = 0; i < kidCount; i++) draw((kids as TaskRow[])[i] as TaskRow, below, i === count - 1, false);
     if (leaves !== null) leaves.forEach((leaf, i) => lines.push(`${below}${kidCount + i === count - 1 ? '└── ' : '├── '}${leaf}`));
   };
-  for (const root of roots) draw(root, '', true, true);
+  let paused = lines.length;
+  for (const root of roots) {
+    draw(root, '', true, true);
+    if (lines.length - paused >= LINES_PER_TURN) {
+      paused = lines.length;
+      yield;
+    }
+  }
   // Tasks in a cycle of awaiting (a task awaiting itself through others) have no root: draw them too.
-  for (const task of snap.tasks) if (!drawn.has(task.taskId)) draw(task, '', true, true);
+  for (const task of snap.tasks) {
+    if (drawn.has(task.taskId)) continue;
+    draw(task, '', true, true);
+    if (lines.length - paused >= LINES_PER_TURN) {
+      paused = lines.length;
+      yield;
+    }
+  }
   return lines.join('\n');
 }
 

@@ -11,6 +11,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LoopThread, ensureFuture, getRunningLoop, run, sleep, startMonitor, type Coroutine, type Monitor } from '../src/index.js';
 import { snapshotThisThreadInSlices } from '../src/internal/snapshot-slices.js';
+import { formatTree, type ProcessSnapshot } from '../src/ps.js';
 import { snapshotThisThread } from '../src/internal/snapshot.js';
 import { Browser } from './helpers/browser.js';
 import { needProgram } from './helpers/system.js';
@@ -311,6 +312,8 @@ describe('startMonitor: what it costs', () => {
       expect(others[0]!.body).toBe(first.body);
       expect(others[1]!.body).toBe(first.body);
       expect(meanwhile.body).toBe(first.body);
+      // The tree, drawn a turn at a time, of the same snapshot: pstree()'s text.
+      expect(others[2]!.body).toBe(`${formatTree(JSON.parse(first.body) as ProcessSnapshot)}\n`);
       expect(againAnswered).toBe(false);
       expect(monitor.statistics()).toEqual({ requests: 6, refused: 0, snapshots: 1 });
       await monitor.close();

@@ -21,7 +21,7 @@ import {
   type Coroutine,
   type TaskInfo,
 } from '../src/index.js';
-import { snapshot } from '../src/ps.js';
+import { _treeInTurns, formatTree, snapshot, type ProcessSnapshot } from '../src/ps.js';
 
 const CHAIN = new URL('./fixtures/ps-chain.mjs', import.meta.url);
 const POOL = new URL('./fixtures/pool-control.mjs', import.meta.url);
@@ -193,6 +193,32 @@ describe('ps() and pstree() in one thread', () => {
     );
     expect(seen.coroutines).toEqual(['anonymous()', 'anonymous()', 'anonymous()']);
     expect(seen.lookups).toBe(0);
+  });
+
+  it('draws the tree in turns, pausing between top-level tasks every 2000 lines, into the same text', () => {
+    const tasks = Array.from({ length: 5000 }, (_, i) => ({
+      threadId: 0,
+      threadName: 'MainThread',
+      loopId: 1,
+      taskId: i + 1,
+      name: `Task-${i + 1}`,
+      coroutine: 'parked()',
+      state: 'pending' as const,
+      awaiting: 'a Future',
+      waitingFor: 1,
+      stack: ['parked()'],
+      awaitedBy: i % 2 === 1 ? [i] : [],
+      leaves: [],
+    }));
+    const snap: ProcessSnapshot = { at: 0, threads: [], tasks };
+    const drawing = _treeInTurns(snap);
+    let pauses = 0;
+    let step = drawing.next();
+    for (; step.done !== true; step = drawing.next()) pauses++;
+    expect(step.value).toBe(formatTree(snap));
+    // 2,500 top-level tasks of two lines each, and the empty line under the (no) threads.
+    expect(step.value.split('\n')).toHaveLength(5001);
+    expect(pauses).toBe(2);
   });
 
   it('refuses a timeout that is not a positive number of seconds', async () => {

@@ -12,7 +12,7 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { _snapshotInSlices, formatTree, type ProcessSnapshot } from '../ps.js';
+import { _snapshotInSlices, _treeInTurns, type ProcessSnapshot } from '../ps.js';
 
 /** Tasks serialised per turn of the event loop: a millisecond or two of JSON.stringify, so that a big snapshot never holds the app's loop for long. */
 const TASKS_PER_TURN = 1000;
@@ -29,7 +29,7 @@ export interface Served {
   readonly snap: ProcessSnapshot;
   readonly json: Buffer;
   gzip: Promise<Buffer> | null;
-  tree: Buffer | null;
+  tree: Promise<Buffer> | null;
 }
 
 /** The snapshot as JSON (the same text as JSON.stringify), its tasks a few thousand per turn of the event loop. */
@@ -126,9 +126,16 @@ export class Snapshots {
     return served;
   }
 
-  /** The pstree text of `served`, made when first asked. */
-  tree(served: Served): Buffer {
-    served.tree ??= Buffer.from(`${formatTree(served.snap)}\n`);
+  /** The pstree text of `served`, made when first asked, a couple of thousand lines per turn of the event loop. */
+  tree(served: Served): Promise<Buffer> {
+    served.tree ??= (async (): Promise<Buffer> => {
+      const drawing = _treeInTurns(served.snap);
+      for (;;) {
+        const step = drawing.next();
+        if (step.done === true) return Buffer.from(`${step.value}\n`);
+        await nextTurn();
+      }
+    })();
     return served.tree;
   }
 
