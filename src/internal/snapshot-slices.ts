@@ -16,9 +16,15 @@ import { callsOfThisThread, loopRow, newMemo, sceneOf, taskRow, type LoopRow, ty
 /** Task rows made per turn of the event loop: about a millisecond's worth. */
 const TASKS_PER_TURN = 1000;
 
+/**
+ * How long a turn may go on making rows, in ms: a row whose coroutine the inspector has not
+ * named yet costs a hundred microseconds or more (an app making tasks of closures).
+ */
+const TURN_MS = 4;
+
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** This thread's part of a snapshot, its task rows `perTurn` at a time (see the module's comment). */
+/** This thread's part of a snapshot, its task rows `perTurn` at a time at most, and for some 4 ms of a turn at most (see the module's comment). */
 export async function snapshotThisThreadInSlices(perTurn = TASKS_PER_TURN): Promise<ThreadSnapshot> {
   const nowTick = performance.now() | 0;
   const threadName = currentThreadName();
@@ -35,12 +41,15 @@ export async function snapshotThisThreadInSlices(perTurn = TASKS_PER_TURN): Prom
   const tasks: TaskRow[] = [];
   let memo = newMemo();
   let made = 0;
+  let turnStarted = performance.now();
   for (const [scene, pending] of scenes) {
     for (const task of pending) {
-      if (made > 0 && made % perTurn === 0) {
+      if (made === perTurn || ((made & 31) === 31 && performance.now() - turnStarted > TURN_MS)) {
         await nextTurn();
         // What the memo knows of the futures between tasks held for the turn it was made in.
         memo = newMemo();
+        made = 0;
+        turnStarted = performance.now();
       }
       made++;
       if (!task.done()) tasks.push(taskRow(task, scene, memo));
