@@ -3,7 +3,7 @@
  * one module; loops call each other's exported functions through links (src/internal/link.ts),
  * and the hosted module reaches the loop that started it through `parentLoop()`.
  */
-import { MessageChannel, Worker, isMainThread, parentPort, workerData, type MessagePort, type ResourceLimits } from 'node:worker_threads';
+import { MessageChannel, Worker, isMainThread, parentPort, threadId as currentThreadId, workerData, type MessagePort, type ResourceLimits } from 'node:worker_threads';
 import { _closeServedComlinkPorts, _comlinkChannel, _serveComlink } from './comlink.js';
 import type { EventLoop } from './base-events.js';
 import type { Coroutine } from './coroutines.js';
@@ -20,7 +20,7 @@ import { allTasks, currentTask } from './task.js';
 import { gather } from './tasks.js';
 import { moduleUrlOf, notAFunction, notExported } from './internal/module-ref.js';
 import { INSPECT } from './internal/format.js';
-import { newId } from './internal/introspect.js';
+import { currentThreadName, forgetThread, heartbeat, newId, rememberThread } from './internal/introspect.js';
 import { snapshotThisThread, thisHeartbeat, unresponsiveThread, type ThreadSnapshot } from './internal/snapshot.js';
 
 /** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
@@ -235,7 +235,7 @@ export class LoopThread implements LoopRef {
    * it does not answer within `timeout` ms, what its heartbeat says.
    */
   _snapshot(timeout: number): Promise<ThreadSnapshot[]> {
-    const unresponsive = (): ThreadSnapshot[] => [unresponsiveThread(this.threadId, this.name, this.#heartbeat)];
+    const unresponsive = (): ThreadSnapshot[] => [unresponsiveThread(this.threadId, this.name, this.#heartbeat?.[0] ?? 0)];
     if (this.#death !== null) return Promise.resolve([]);
     const { port1, port2 } = new MessageChannel();
     const message: ToWorker = { type: 'snapshot', port: port2, timeout: timeout * NESTED_DEADLINE };
@@ -279,7 +279,13 @@ export class LoopThread implements LoopRef {
     let parentSide: LinkPorts | null = null;
     let threadSide: LinkPorts | null = null;
     if (loop !== null) [parentSide, threadSide] = makeLinkPorts();
-    const data: LoopThreadData = { moduleUrl: url, name, parent: threadSide, exposed: Object.keys(expose) };
+    const data: LoopThreadData = {
+      moduleUrl: url,
+      name,
+      parent: threadSide,
+      exposed: Object.keys(expose),
+      starter: { threadId: currentThreadId, name: currentThreadName(), heartbeat },
+    };
     const worker = new Worker(HOST_ENTRY, {
       workerData: data,
       transferList: threadSide === null ? [] : [threadSide.inPort, threadSide.outPort],
@@ -336,7 +342,11 @@ export class LoopThread implements LoopRef {
     thread = new LoopThread(worker, name, url, ready, exited);
     const started = thread;
     startedHere.add(started);
-    void exited.then(() => startedHere.delete(started));
+    rememberThread(threadId, name, ready.heartbeat);
+    void exited.then(() => {
+      startedHere.delete(started);
+      forgetThread(threadId);
+    });
     if (firstLink !== null && loop !== null) thread.#links.set(loop, firstLink);
     return thread;
   }
@@ -590,6 +600,7 @@ export async function _hostLoopThread(): Promise<void> {
   const control = parentPort;
   if (control === null) throw new RuntimeError('_hostLoopThread() runs inside a LoopThread worker only');
   _setThreadName(data.name);
+  rememberThread(data.starter.threadId, data.starter.name, data.starter.heartbeat);
   hostedHere = data.moduleUrl;
   const loop = newEventLoop();
   setEventLoop(loop);
