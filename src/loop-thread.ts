@@ -385,7 +385,10 @@ export class LoopThread implements LoopRef {
    * A new MessagePort whose far end the thread serves with comlink: any comlink client (in any
    * thread it is moved to) calls the hosted module's own exported functions through
    * `Comlink.wrap(port)`, each call run in the thread's loop (a coroutine function as a Task);
-   * other names are refused as by `call`. `wrapComlink(port)` gives Futures instead of Promises.
+   * other names are refused as by `call`, and so is every request that is not such a call:
+   * reading, setting or constructing anything, a property of a function (`fn.call`,
+   * `fn.constructor`), another endpoint (`Comlink.createEndpoint`: ask for another port
+   * instead). `wrapComlink(port)` gives Futures instead of Promises.
    * The port closes when the thread ends (a `wrapComlink` proxy then fails its pending calls).
    *
    * @example
