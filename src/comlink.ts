@@ -22,6 +22,7 @@ import { _isThenable, isCoroutine } from './coroutines.js';
 import { RuntimeError } from './exceptions.js';
 import { Future, type LoopOption } from './futures.js';
 import { type ConcurrentFuture } from './internal/concurrent-future.js';
+import { copyFields } from './internal/classes.js';
 import { decodeError, encodeError, type EncodedError } from './internal/errors.js';
 import { repr } from './internal/format.js';
 import { quoteName } from './internal/module-ref.js';
@@ -69,12 +70,24 @@ Comlink.transferHandlers.set('throw', {
   },
   deserialize(serialized: ThrownValue): never {
     const value = serialized.value as Record<string, unknown> | null;
-    if (serialized.isError && value !== null && typeof value === 'object' && value[ENCODED] !== undefined) {
-      throw decodeError(value[ENCODED] as EncodedError);
+    if (serialized.isError && value !== null && typeof value === 'object') {
+      if (value[ENCODED] !== undefined) throw decodeError(value[ENCODED] as EncodedError);
+      throw errorOfFields(value);
     }
     return comlinkThrow.deserialize(serialized) as never;
   },
 });
+
+/**
+ * The Error a bare comlink thread's thrown error stands for, as comlink rebuilds it (an Error of
+ * the message, the fields assigned) but for a field `__proto__`, which comlink's `Object.assign`
+ * would make the error's prototype: here it stays a field.
+ */
+function errorOfFields(fields: Record<string, unknown>): Error {
+  const error = new Error(typeof fields.message === 'string' ? fields.message : undefined);
+  copyFields(error, fields);
+  return error;
+}
 
 // ───────────────────────────── running a call in a loop ─────────────────────────────
 
