@@ -4,7 +4,7 @@
  * and the hosted module reaches the loop that started it through `parentLoop()`.
  */
 import { MessageChannel, Worker, isMainThread, parentPort, threadId as currentThreadId, workerData, type MessagePort, type ResourceLimits } from 'node:worker_threads';
-import { _closeServedComlinkPorts, _comlinkChannel, _serveComlink } from './comlink.js';
+import { _closeServedComlinkPorts, _comlinkChannel, _serveComlink, type _ServedModule } from './comlink.js';
 import type { EventLoop } from './base-events.js';
 import type { Coroutine } from './coroutines.js';
 import { getEventLoop, newEventLoop, setEventLoop, _setThreadName } from './events.js';
@@ -149,7 +149,7 @@ function makeLinkPorts(): [LinkPorts, LinkPorts] {
 }
 
 /** Functions offered by name, with the library's errors for names that are not among them. */
-function functionTable(table: Record<string, unknown>, what: string): CallTarget {
+function functionTable(table: Record<string, unknown>, what: string): CallTarget & _ServedModule {
   return {
     lookup(name: string): (...args: unknown[]) => unknown {
       if (typeof name !== 'string') throw new TypeError(`a function name must be a string, got ${typeof name}`);
@@ -159,6 +159,9 @@ function functionTable(table: Record<string, unknown>, what: string): CallTarget
       const value = table[name];
       if (typeof value !== 'function') throw new TypeError(notAFunction(name, what));
       return value as (...args: unknown[]) => unknown;
+    },
+    refusal(name: string, how?: string): TypeError {
+      return new TypeError(notExported(name, what, functionNames(table), how));
     },
   };
 }
@@ -392,7 +395,10 @@ export class LoopThread implements LoopRef {
    * A new MessagePort whose far end the thread serves with comlink: any comlink client (in any
    * thread it is moved to) calls the hosted module's own exported functions through
    * `Comlink.wrap(port)`, each call run in the thread's loop (a coroutine function as a Task);
-   * other names are refused as by `call`. `wrapComlink(port)` gives Futures instead of Promises.
+   * other names are refused as by `call`, and so is every request that is not such a call:
+   * reading, setting or constructing anything, a property of a function (`fn.call`,
+   * `fn.constructor`), another endpoint (`Comlink.createEndpoint`: ask for another port
+   * instead). `wrapComlink(port)` gives Futures instead of Promises.
    * The port closes when the thread ends (a `wrapComlink` proxy then fails its pending calls).
    *
    * @example
@@ -626,7 +632,7 @@ export async function _hostLoopThread(): Promise<void> {
 
   control.on('message', (message: ToWorker) => {
     if (message.type === 'link') new Link(loop, message.ports, target, 'a loop of the parent thread');
-    else if (message.type === 'comlink') _serveComlink(loop, message.port, (name) => target.lookup(name));
+    else if (message.type === 'comlink') _serveComlink(loop, message.port, functionTable(hosted.table, data.moduleUrl));
     else if (message.type === 'snapshot') answerSnapshot(message.port, _snapshotFromHere(message.timeout));
     else if (message.type === 'close') loop.callSoonThreadsafe(() => void loop.createTask(shutdown(loop)));
   });
