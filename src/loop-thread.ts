@@ -610,9 +610,10 @@ export async function _hostLoopThread(): Promise<void> {
   hostedHere = data.moduleUrl;
   const loop = newEventLoop();
   setEventLoop(loop);
-  const hosted: { table: Record<string, unknown> } = { table: {} };
+  // Calls that arrive before the module is loaded find nothing; then its namespace (one table, not one per call).
+  let hosted = functionTable({}, data.moduleUrl);
   const target: CallTarget = {
-    lookup: (name) => functionTable(hosted.table, data.moduleUrl).lookup(name),
+    lookup: (name) => hosted.lookup(name),
   };
   if (data.parent !== null) {
     const link = new Link(loop, data.parent, target, 'the parent loop');
@@ -627,12 +628,12 @@ export async function _hostLoopThread(): Promise<void> {
     control.postMessage(message);
     return;
   }
-  hosted.table = namespace;
+  hosted = functionTable(namespace, data.moduleUrl);
   const names = Object.keys(namespace);
 
   control.on('message', (message: ToWorker) => {
     if (message.type === 'link') new Link(loop, message.ports, target, 'a loop of the parent thread');
-    else if (message.type === 'comlink') _serveComlink(loop, message.port, functionTable(hosted.table, data.moduleUrl));
+    else if (message.type === 'comlink') _serveComlink(loop, message.port, hosted);
     else if (message.type === 'snapshot') answerSnapshot(message.port, _snapshotFromHere(message.timeout));
     else if (message.type === 'close') loop.callSoonThreadsafe(() => void loop.createTask(shutdown(loop)));
   });
