@@ -87,6 +87,11 @@ export class StreamReader {
   #exception: Error | null = null;
   #transport: ReadingControl | null = null;
   #paused = false;
+  /** Where the bytes around an edge between chunks are searched (readuntil with a separator of several bytes). */
+  #scratch: Buffer | null = null;
+  /** Bytes searched and bytes copied so far (tests check that readuntil stays linear). */
+  #scanned = 0;
+  #copied = 0;
 
   /** @internal Made by the stream functions and subprocesses (a buffer limit, the loop it serves). */
   constructor(limit: number = DEFAULT_LIMIT, loop: EventLoop = _getEventLoop()) {
@@ -97,6 +102,11 @@ export class StreamReader {
   /** The buffer limit in bytes. */
   get limit(): number {
     return this.#limit;
+  }
+
+  /** @internal Bytes searched by readuntil and bytes copied so far (tests check that both stay linear). */
+  _searchStatistics(): { scanned: number; copied: number } {
+    return { scanned: this.#scanned, copied: this.#copied };
   }
 
   /** The error the stream failed with, or null. */
@@ -192,6 +202,7 @@ export class StreamReader {
       if (first.length > n) chunks.unshift(first.subarray(n));
     } else {
       out = Buffer.allocUnsafe(n);
+      this.#copied += n;
       out.set(first);
       let at = first.length;
       while (at < n) {
@@ -216,17 +227,62 @@ export class StreamReader {
     return this.#take(this.#size);
   }
 
-  /** Where `separator` first starts in the buffer at or after `offset`, or -1. */
-  #find(separator: Uint8Array, offset: number): number {
+  /**
+   * Where `separator` first starts in the buffer at or after `from` (< the buffer's size), or -1.
+   * Each chunk is searched by itself, and the bytes around each edge between chunks in a small
+   * window, so that a search costs the bytes after `from` and copies none of the buffer:
+   * readuntil, searching again from just before what arrived last, stays linear in the bytes
+   * received however small the pieces.
+   */
+  #indexOf(separator: Uint8Array, from: number): number {
     const chunks = this.#chunks;
-    if (chunks.length > 1) {
-      // Several chunks: join them once, so the search sees across their edges.
-      const joined = this.#takeAll();
-      chunks.push(joined);
-      this.#size = joined.length;
+    const count = chunks.length;
+    // From the back: the chunk holding `from` is among the last ones.
+    let i = count - 1;
+    let start = this.#size - (chunks.at(i) as Buffer).length;
+    while (start > from) start -= (chunks.at(--i) as Buffer).length;
+    const reach = separator.length - 1;
+    for (;;) {
+      const chunk = chunks.at(i) as Buffer;
+      const skip = from > start ? from - start : 0;
+      this.#scanned += chunk.length - skip;
+      const at = chunk.indexOf(separator, skip);
+      if (at !== -1) return start + at;
+      const end = start + chunk.length;
+      if (++i === count) return -1;
+      // A match that starts in this chunk's last `reach` bytes and ends in the next chunks.
+      if (reach > 0) {
+        const windowStart = Math.max(from, end - reach);
+        const windowLength = Math.min(this.#size, end + reach) - windowStart;
+        if (windowLength > reach) {
+          this.#scanned += windowLength;
+          const at = this.#edgeWindow(i - 1, start, windowStart, windowLength).indexOf(separator);
+          // The scratch may hold older bytes past the window: the first match ending there
+          // means that none ends within it.
+          if (at !== -1 && at + reach < windowLength) return windowStart + at;
+        }
+      }
+      start = end;
     }
-    const only = chunks.peek();
-    return only === undefined ? -1 : only.indexOf(separator, offset);
+  }
+
+  /**
+   * The `length` bytes of the buffer from `from`, which chunk `index` (starting at `start`)
+   * holds, copied into a scratch buffer kept between searches (which may be longer).
+   */
+  #edgeWindow(index: number, start: number, from: number, length: number): Buffer {
+    let scratch = this.#scratch;
+    if (scratch === null || scratch.length < length) scratch = this.#scratch = Buffer.allocUnsafe(length);
+    this.#copied += length;
+    const chunks = this.#chunks;
+    let skip = from - start;
+    // A few bytes (twice the separator's length at most): a loop costs less than views to copy.
+    for (let at = 0; at < length; index++, skip = 0) {
+      const chunk = chunks.at(index) as Buffer;
+      const end = Math.min(chunk.length, skip + length - at);
+      for (let k = skip; k < end; k++) scratch[at++] = chunk[k] as number;
+    }
+    return scratch;
   }
 
   /**
@@ -272,9 +328,10 @@ export class StreamReader {
     }
   }
 
+  /** Whether the buffer holds `separator` at `at`. */
   #startsWithAt(separator: Uint8Array, at: number): boolean {
     if (this.#size < at + separator.length) return false;
-    return this.#find(separator, at) === at;
+    return this.#indexOf(separator, at) === at;
   }
 
   /**
@@ -288,12 +345,14 @@ export class StreamReader {
     const seplen = sep.length;
     if (seplen === 0) throw new RangeError('Separator should be at least one-byte string');
     if (this.#exception !== null) throw this.#exception;
+    // No separator starts before `offset`: each search covers what arrived since the last one,
+    // and the separator's length - 1 bytes before it.
     let offset = 0;
     let isep: number;
     for (;;) {
       const buflen = this.#size;
       if (buflen - offset >= seplen) {
-        isep = this.#find(sep, offset);
+        isep = this.#indexOf(sep, offset);
         if (isep !== -1) break;
         offset = buflen + 1 - seplen;
         if (offset > this.#limit) throw new LimitOverrunError('Separator is not found, and chunk exceed the limit', offset);

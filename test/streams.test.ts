@@ -238,6 +238,209 @@ describe('StreamReader', () => {
   });
 });
 
+type Piece = string | Uint8Array;
+
+/** What a read on a fed reader came to: its line or its error, and the bytes it left buffered. */
+interface Outcome {
+  line?: string;
+  error?: { name: string; message: string; consumed?: number };
+  left: string;
+}
+
+/**
+ * On a fresh loop, a reader of `limit` bytes fed `pieces`, all before `read` starts (`burst`) or
+ * one per loop iteration while it waits (each wakes it); what `read` returned or raised, and what
+ * was left buffered.
+ */
+async function afterPieces(pieces: Piece[], read: (reader: StreamReader) => Coroutine<Uint8Array>, options: { limit?: number; burst?: boolean } = {}): Promise<Outcome> {
+  return run(
+    (function* () {
+      const reader = new StreamReader(options.limit);
+      const feed = function* (): Coroutine<void> {
+        for (const piece of pieces) {
+          if (options.burst !== true) yield* sleep(0);
+          reader._feedData(typeof piece === 'string' ? bytes(piece) : piece);
+        }
+      };
+      const feeder = getRunningLoop().createTask(feed());
+      if (options.burst === true) yield* feeder;
+      let outcome: Outcome;
+      try {
+        outcome = { line: text(yield* read(reader)), left: '' };
+      } catch (error) {
+        const { name, message, consumed } = error as LimitOverrunError;
+        outcome = { error: consumed === undefined ? { name, message } : { name, message, consumed }, left: '' };
+      }
+      yield* feeder;
+      reader._feedEof();
+      outcome.left = text(yield* reader.read());
+      return outcome;
+    })(),
+  );
+}
+
+/** A seeded pseudo-random generator (mulberry32): the same numbers in every run. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The lines `data` splits into, found in the whole of it at once: each ends where the earliest-ending separator ends, the shorter on a tie. */
+function splitByFirstEnd(data: Buffer, separators: string[][]): { lines: string[]; partial: string } {
+  const lines: string[] = [];
+  let at = 0;
+  for (let call = 0; ; call++) {
+    let end = -1;
+    for (const separator of [...(separators[call % separators.length] as string[])].sort((a, b) => a.length - b.length)) {
+      const found = data.indexOf(separator, at);
+      if (found !== -1 && (end === -1 || found + separator.length < end)) end = found + separator.length;
+    }
+    if (end === -1) return { lines, partial: data.subarray(at).toString() };
+    lines.push(data.subarray(at, end).toString());
+    at = end;
+  }
+}
+
+describe('StreamReader.readuntil', () => {
+  it('finds a separator split across two and three chunks, and one that starts again right after a false start at an edge', async () => {
+    const cases: Array<[Piece[], string, string, string]> = [
+      [['xxAB', 'CDEyy'], 'ABCDE', 'xxABCDE', 'yy'],
+      [['xxA', 'BC', 'DEyy'], 'ABCDE', 'xxABCDE', 'yy'],
+      [['xxAB', 'C', 'D', 'Eyy'], 'ABCDE', 'xxABCDE', 'yy'],
+      [['xxABCAB', 'CDE'], 'ABCDE', 'xxABCABCDE', ''],
+      [['ABCDABCDABC', 'DABCDEz'], 'ABCDABCDE', 'ABCDABCDABCDABCDE', 'z'],
+      [['QWEaa', 'XYaa', 'a'], 'aaa', 'QWEaaXYaaa', ''],
+      [['QWEaa', 'XYa', 'aa'], 'aaa', 'QWEaaXYaaa', ''],
+      [['XXX', 'a', 'a', 'a'], 'aaa', 'XXXaaa', ''],
+      [['one\r', '\ntwo\r\n'], '\r\n', 'one\r\n', 'two\r\n'],
+    ];
+    for (const burst of [true, false]) {
+      for (const [pieces, separator, line, left] of cases) {
+        const outcome = await afterPieces(pieces, (reader) => reader.readuntil(separator), { burst });
+        expect({ pieces, burst, ...outcome }).toEqual({ pieces, burst, line, left });
+      }
+    }
+  });
+
+  it('splits random data in random pieces exactly as a search of the whole data does', async () => {
+    const random = seeded(20250611);
+    const separatorSets = [[['ab']], [['aab'], ['b']], [['abab']], [['bbba'], ['a']]];
+    for (const separators of separatorSets) {
+      for (const burst of [true, false]) {
+        const data = Buffer.from(Array.from({ length: 3000 }, () => (random() < 0.6 ? 0x61 : 0x62)));
+        const pieces: Buffer[] = [];
+        for (let at = 0; at < data.length; ) {
+          const size = 1 + Math.floor(random() * 9);
+          pieces.push(data.subarray(at, at + size));
+          at += size;
+        }
+        const seen = await run(
+          (function* () {
+            const reader = new StreamReader(1 << 20);
+            const feeder = getRunningLoop().createTask(
+              (function* () {
+                for (const piece of pieces) {
+                  if (!burst) yield* sleep(0);
+                  reader._feedData(piece);
+                }
+                reader._feedEof();
+              })(),
+            );
+            if (burst) yield* feeder;
+            const lines: string[] = [];
+            for (let call = 0; ; call++) {
+              const separator = separators[call % separators.length] as string[];
+              try {
+                lines.push(text(yield* reader.readuntil(separator[0] as string)));
+              } catch (error) {
+                yield* feeder;
+                return { lines, partial: text((error as IncompleteReadError).partial) };
+              }
+            }
+          })(),
+        );
+        expect({ separators, burst, ...seen }).toEqual({ separators, burst, ...splitByFirstEnd(data, separators) });
+      }
+    }
+  });
+
+  it('searches and copies each byte a bounded number of times: 9 MiB in 4 KiB pieces, each waking the reader, through readuntil and readline', async () => {
+    const total = 9 << 20;
+    const size = 4 << 10;
+    const count = total / size;
+    const seen = await run(
+      (function* () {
+        const figures: Array<{ line: number; scanned: number; copied: number }> = [];
+        for (const separator of ['\r\n', '\n']) {
+          const reader = new StreamReader(2 * total);
+          // '\r\n' split across the last two pieces; '\n' ending the last.
+          const piece = Buffer.alloc(size, 0x61);
+          const beforeLast = Buffer.alloc(size, 0x61);
+          const last = Buffer.alloc(size, 0x61);
+          if (separator === '\r\n') {
+            beforeLast[size - 1] = 0x0d;
+            last[0] = 0x0a;
+          } else last[size - 1] = 0x0a;
+          const feeder = getRunningLoop().createTask(
+            (function* () {
+              for (let i = 1; i <= count; i++) {
+                yield* sleep(0);
+                reader._feedData(i === count ? last : i === count - 1 ? beforeLast : piece);
+              }
+            })(),
+          );
+          const line = separator === '\n' ? yield* reader.readline() : yield* reader.readuntil(separator);
+          yield* feeder;
+          figures.push({ line: line.length, ...reader._searchStatistics() });
+        }
+        return figures;
+      })(),
+    );
+    const [crlf, lf] = seen as [{ line: number; scanned: number; copied: number }, { line: number; scanned: number; copied: number }];
+    expect(crlf.line).toBe(total - size + 1);
+    expect(lf.line).toBe(total);
+    // Linear: each byte searched about once and copied once (into the line); a few bytes more
+    // around each edge. Joining the buffer for each search instead copies about count² / 2 pieces.
+    for (const { scanned, copied } of [crlf, lf]) {
+      expect(scanned).toBeLessThanOrEqual(total + 4 * count);
+      expect(copied).toBeLessThanOrEqual(total + 4 * count);
+    }
+  });
+
+  it('counts LimitOverrunError.consumed from what arrived in each piece, and leaves the data buffered', async () => {
+    const notFound = 'Separator is not found, and chunk exceed the limit';
+    const found = 'Separator is found, but chunk is longer than limit';
+    const error = (message: string, consumed: number): Outcome['error'] => ({ name: 'LimitOverrunError', message, consumed });
+    // Each figure as CPython 3.13's asyncio gives it for the same pieces.
+    const cases: Array<[Piece[], number, boolean, Outcome]> = [
+      [['0123', '4567', '89ab', 'cdef'], 10, false, { error: error(notFound, 14), left: '0123456789abcdef' }],
+      [['0123', '4567', '89ab', 'cdef'], 10, true, { error: error(notFound, 14), left: '0123456789abcdef' }],
+      [['0123456789a', 'bcdefgh'], 10, false, { error: error(notFound, 16), left: '0123456789abcdefgh' }],
+      [['012345A', 'BC'], 5, false, { error: error(found, 6), left: '012345ABC' }],
+      [['012', '345A', 'B', 'Cz'], 5, false, { error: error(notFound, 6), left: '012345ABCz' }],
+      [['012', '345A', 'BCz'], 5, false, { error: error(found, 6), left: '012345ABCz' }],
+    ];
+    for (const [pieces, limit, burst, expected] of cases) {
+      const outcome = await afterPieces(pieces, (reader) => reader.readuntil('ABC'), { limit, burst });
+      expect({ pieces, ...outcome }).toEqual({ pieces, ...expected });
+    }
+  });
+
+  it('readline over the limit across pieces: RangeError, the buffered part of the line dropped (through its newline when found)', async () => {
+    const notFound = await afterPieces(['abc', 'def', 'gh\nnext\n'], (reader) => reader.readline(), { limit: 5 });
+    expect(notFound).toEqual({ error: { name: 'RangeError', message: 'Separator is not found, and chunk exceed the limit' }, left: 'gh\nnext\n' });
+    const found = await afterPieces(['abcd', 'ef\nnext\n'], (reader) => reader.readline(), { limit: 5 });
+    expect(found).toEqual({ error: { name: 'RangeError', message: 'Separator is found, but chunk is longer than limit' }, left: 'next\n' });
+  });
+
+});
+
 describe('StreamWriter', () => {
   it('drain() waits while a slow reader holds the data back, and returns at once for a fast one', async () => {
     let release: () => void = () => undefined;
