@@ -67,6 +67,19 @@ export function _checkLimit(limit: unknown): number {
   return limit;
 }
 
+/** A separator of readuntil as bytes (a string is UTF-8), or a TypeError naming what it got. */
+function separatorBytes(separator: unknown): Uint8Array {
+  if (typeof separator === 'string') return encoder.encode(separator);
+  if (separator instanceof Uint8Array) return separator;
+  throw new TypeError(`readuntil() separator must be a string, a Uint8Array or an array of them, got ${repr(separator)}`);
+}
+
+/** Several separators of readuntil as bytes, shortest first (asyncio sorts them by length). */
+function separatorList(separators: ReadonlyArray<unknown>): Uint8Array[] {
+  if (separators.length === 0) throw new RangeError('Separator should contain at least one element');
+  return separators.map(separatorBytes).sort((a, b) => a.length - b.length);
+}
+
 /**
  * The reading half of a connection (asyncio.StreamReader); bytes are Uint8Arrays (Node Buffers).
  *
@@ -338,23 +351,48 @@ export class StreamReader {
    * Read up to and including `separator` (default `'\n'`, a string is UTF-8). EOF first:
    * IncompleteReadError with what was buffered (`expected` null); the separator not found
    * within the limit: LimitOverrunError (`consumed`), the data stays buffered.
+   *
+   * Several separators (an array, asyncio 3.13's tuple): the shortest line that ends in any of
+   * them; when two end at the same byte, the shorter separator is the one that matched (for the
+   * limit's check).
+   *
+   * @example
+   * ```ts
+   * const header = yield* reader.readuntil('\r\n\r\n');
+   * const line = yield* reader.readuntil(['\r\n', '\n']);
+   * ```
    */
-  *readuntil(separator: string | Uint8Array = NEWLINE): Coroutine<Uint8Array> {
-    const sep = typeof separator === 'string' ? encoder.encode(separator) : separator;
-    if (!(sep instanceof Uint8Array)) throw new TypeError(`readuntil() separator must be a string or a Uint8Array, got ${repr(separator)}`);
-    const seplen = sep.length;
-    if (seplen === 0) throw new RangeError('Separator should be at least one-byte string');
+  *readuntil(separator: string | Uint8Array | ReadonlyArray<string | Uint8Array> = NEWLINE): Coroutine<Uint8Array> {
+    // One separator (the common case) is searched without an array around it.
+    const several = Array.isArray(separator) ? separatorList(separator as ReadonlyArray<unknown>) : null;
+    const sep = several === null ? separatorBytes(separator) : (several[0] as Uint8Array);
+    const minLength = sep.length;
+    const maxLength = several === null ? minLength : (several[several.length - 1] as Uint8Array).length;
+    if (minLength === 0) throw new RangeError('Separator should be at least one-byte string');
     if (this.#exception !== null) throw this.#exception;
     // No separator starts before `offset`: each search covers what arrived since the last one,
-    // and the separator's length - 1 bytes before it.
+    // and the longest separator's length - 1 bytes before it.
     let offset = 0;
-    let isep: number;
+    let matchStart = -1;
+    let matchEnd = -1;
     for (;;) {
       const buflen = this.#size;
-      if (buflen - offset >= seplen) {
-        isep = this.#indexOf(sep, offset);
-        if (isep !== -1) break;
-        offset = buflen + 1 - seplen;
+      if (buflen - offset >= minLength) {
+        if (several === null) {
+          matchStart = this.#indexOf(sep, offset);
+          matchEnd = matchStart + minLength;
+        } else {
+          // The match that ends first; on a tie the shorter separator, which comes first.
+          for (const candidate of several) {
+            const at = this.#indexOf(candidate, offset);
+            if (at !== -1 && (matchStart === -1 || at + candidate.length < matchEnd)) {
+              matchStart = at;
+              matchEnd = at + candidate.length;
+            }
+          }
+        }
+        if (matchStart !== -1) break;
+        offset = Math.max(0, buflen + 1 - maxLength);
         if (offset > this.#limit) throw new LimitOverrunError('Separator is not found, and chunk exceed the limit', offset);
       }
       if (this.#eof) {
@@ -363,8 +401,8 @@ export class StreamReader {
       }
       yield* this.#waitForData('readuntil');
     }
-    if (isep > this.#limit) throw new LimitOverrunError('Separator is found, but chunk is longer than limit', isep);
-    const chunk = this.#take(isep + seplen);
+    if (matchStart > this.#limit) throw new LimitOverrunError('Separator is found, but chunk is longer than limit', matchStart);
+    const chunk = this.#take(matchEnd);
     this.#maybeResumeTransport();
     return chunk;
   }

@@ -328,9 +328,9 @@ describe('StreamReader.readuntil', () => {
     }
   });
 
-  it('splits random data in random pieces exactly as a search of the whole data does', async () => {
+  it('splits random data in random pieces exactly as a search of the whole data does, one separator or several', async () => {
     const random = seeded(20250611);
-    const separatorSets = [[['ab']], [['aab'], ['b']], [['abab']], [['bbba'], ['a']]];
+    const separatorSets = [[['ab']], [['aab'], ['b']], [['abab']], [['bbba'], ['ab', 'bb'], ['a']], [['aaab', 'ab', 'abba']]];
     for (const separators of separatorSets) {
       for (const burst of [true, false]) {
         const data = Buffer.from(Array.from({ length: 3000 }, () => (random() < 0.6 ? 0x61 : 0x62)));
@@ -357,7 +357,7 @@ describe('StreamReader.readuntil', () => {
             for (let call = 0; ; call++) {
               const separator = separators[call % separators.length] as string[];
               try {
-                lines.push(text(yield* reader.readuntil(separator[0] as string)));
+                lines.push(text(yield* reader.readuntil(separator.length === 1 ? (separator[0] as string) : separator)));
               } catch (error) {
                 yield* feeder;
                 return { lines, partial: text((error as IncompleteReadError).partial) };
@@ -439,6 +439,61 @@ describe('StreamReader.readuntil', () => {
     expect(found).toEqual({ error: { name: 'RangeError', message: 'Separator is found, but chunk is longer than limit' }, left: 'next\n' });
   });
 
+  it('takes several separators: the line that ends first wins, the shorter separator on a tie (as asyncio 3.13)', async () => {
+    const seen = await run(
+      (function* () {
+        const reader = new StreamReader();
+        reader._feedData(bytes('line 1\nline 2\r'));
+        const first = text(yield* reader.readuntil(['\r', '\n']));
+        const second = text(yield* reader.readuntil([bytes('\r'), '\n']));
+        // 'BCDE' ends before 'DEF', although 'DEF' is shorter.
+        reader._feedData(bytes('ABCDEFG'));
+        const earliestEnd = text(yield* reader.readuntil(['DEF', 'BCDE']));
+        const left = text(yield* reader.read(100));
+        return { first, second, earliestEnd, left };
+      })(),
+    );
+    expect(seen).toEqual({ first: 'line 1\n', second: 'line 2\r', earliestEnd: 'ABCDE', left: 'FG' });
+    // Both end at the 'A': the shorter one matched, and it starts past the limit.
+    expect(await afterPieces(['some dataA'], (reader) => reader.readuntil(['A', 'ome dataA']), { limit: 3, burst: true })).toEqual({
+      error: { name: 'LimitOverrunError', message: 'Separator is found, but chunk is longer than limit', consumed: 9 },
+      left: 'some dataA',
+    });
+    // Room for the short separator but not the long one: the search starts at 0, not before it.
+    expect(await afterPieces(['data', 'Z', 'Aaaa'], (reader) => reader.readuntil(['A', 'long sep']))).toEqual({ line: 'dataZA', left: 'aaa' });
+    // '\r\n' split across pieces, '\n' also ends there: the tie goes to '\n', which starts past the limit.
+    expect(await afterPieces(['012', '3\r', '\nxy'], (reader) => reader.readuntil(['\r\n', '\n']), { limit: 4 })).toEqual({
+      error: { name: 'LimitOverrunError', message: 'Separator is found, but chunk is longer than limit', consumed: 5 },
+      left: '0123\r\nxy',
+    });
+    expect(await afterPieces(['0123', '456\r', '\nxy'], (reader) => reader.readuntil(['\r\n', '\n']), { limit: 8 })).toEqual({ line: '0123456\r\n', left: 'xy' });
+    // Not found: consumed leaves room for the longest separator.
+    expect(await afterPieces(['0123', '4567', '89'], (reader) => reader.readuntil(['X', 'XYZW']), { limit: 6 })).toEqual({
+      error: { name: 'LimitOverrunError', message: 'Separator is not found, and chunk exceed the limit', consumed: 7 },
+      left: '0123456789',
+    });
+  });
+
+  it('refuses an empty list of separators, an empty separator among them, and what is not bytes or a string', async () => {
+    const errors = await run(
+      (function* () {
+        const reader = new StreamReader();
+        reader._feedData(bytes('x\n'));
+        return [
+          (yield* raisedBy(() => reader.readuntil([]))) as Error,
+          (yield* raisedBy(() => reader.readuntil(['\n', '']))) as Error,
+          (yield* raisedBy(() => reader.readuntil(['\n', 10 as never]))) as Error,
+          (yield* raisedBy(() => reader.readuntil(10 as never))) as Error,
+        ].map((error) => `${error.name}: ${error.message}`);
+      })(),
+    );
+    expect(errors).toEqual([
+      'RangeError: Separator should contain at least one element',
+      'RangeError: Separator should be at least one-byte string',
+      'TypeError: readuntil() separator must be a string, a Uint8Array or an array of them, got 10',
+      'TypeError: readuntil() separator must be a string, a Uint8Array or an array of them, got 10',
+    ]);
+  });
 });
 
 describe('StreamWriter', () => {
