@@ -102,9 +102,16 @@ export class StreamReader {
   #paused = false;
   /** Where the bytes around an edge between chunks are searched (readuntil with a separator of several bytes). */
   #scratch: Buffer | null = null;
-  /** Bytes searched and bytes copied so far (tests check that readuntil stays linear). */
+  /** Bytes searched, bytes copied and chunks stepped through (tests check that readuntil stays linear). */
   #scanned = 0;
   #copied = 0;
+  #visited = 0;
+  /**
+   * The chunk where the last search started: its index and the offset of its first byte; -1
+   * once bytes were taken, which moves every chunk.
+   */
+  #resumeIndex = -1;
+  #resumeStart = 0;
 
   /** @internal Made by the stream functions and subprocesses (a buffer limit, the loop it serves). */
   constructor(limit: number = DEFAULT_LIMIT, loop: EventLoop = _getEventLoop()) {
@@ -117,9 +124,9 @@ export class StreamReader {
     return this.#limit;
   }
 
-  /** @internal Bytes searched by readuntil and bytes copied so far (tests check that both stay linear). */
-  _searchStatistics(): { scanned: number; copied: number } {
-    return { scanned: this.#scanned, copied: this.#copied };
+  /** @internal Bytes searched by readuntil, bytes copied and chunks stepped through so far (tests check that they stay linear). */
+  _searchStatistics(): { scanned: number; copied: number; visited: number } {
+    return { scanned: this.#scanned, copied: this.#copied, visited: this.#visited };
   }
 
   /** The error the stream failed with, or null. */
@@ -207,6 +214,7 @@ export class StreamReader {
   /** The first `n` bytes of the buffer, taken out of it. */
   #take(n: number): Buffer {
     if (n === 0) return Buffer.alloc(0);
+    this.#resumeIndex = -1;
     const chunks = this.#chunks;
     const first = chunks.shift() as Buffer;
     let out: Buffer;
@@ -250,19 +258,31 @@ export class StreamReader {
   #indexOf(separator: Uint8Array, from: number): number {
     const chunks = this.#chunks;
     const count = chunks.length;
-    // From the back: the chunk holding `from` is among the last ones.
-    let i = count - 1;
-    let start = this.#size - (chunks.at(i) as Buffer).length;
-    while (start > from) start -= (chunks.at(--i) as Buffer).length;
+    let i = 0;
+    let start = 0;
+    // readuntil searches again from further on: resume where its last search started.
+    if (this.#resumeIndex !== -1 && this.#resumeStart <= from) {
+      i = this.#resumeIndex;
+      start = this.#resumeStart;
+    }
+    let chunk = chunks.at(i) as Buffer;
+    while (start + chunk.length <= from) {
+      this.#visited++;
+      start += chunk.length;
+      chunk = chunks.at(++i) as Buffer;
+    }
+    this.#resumeIndex = i;
+    this.#resumeStart = start;
     const reach = separator.length - 1;
     for (;;) {
-      const chunk = chunks.at(i) as Buffer;
       const skip = from > start ? from - start : 0;
+      this.#visited++;
       this.#scanned += chunk.length - skip;
       const at = chunk.indexOf(separator, skip);
       if (at !== -1) return start + at;
       const end = start + chunk.length;
       if (++i === count) return -1;
+      chunk = chunks.at(i) as Buffer;
       // A match that starts in this chunk's last `reach` bytes and ends in the next chunks.
       if (reach > 0) {
         const windowStart = Math.max(from, end - reach);

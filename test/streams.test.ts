@@ -376,7 +376,7 @@ describe('StreamReader.readuntil', () => {
     const count = total / size;
     const seen = await run(
       (function* () {
-        const figures: Array<{ line: number; scanned: number; copied: number }> = [];
+        const figures: Array<{ line: number; scanned: number; copied: number; visited: number }> = [];
         for (const separator of ['\r\n', '\n']) {
           const reader = new StreamReader(2 * total);
           // '\r\n' split across the last two pieces; '\n' ending the last.
@@ -402,15 +402,35 @@ describe('StreamReader.readuntil', () => {
         return figures;
       })(),
     );
-    const [crlf, lf] = seen as [{ line: number; scanned: number; copied: number }, { line: number; scanned: number; copied: number }];
+    const [crlf, lf] = seen as [(typeof seen)[number], (typeof seen)[number]];
     expect(crlf.line).toBe(total - size + 1);
     expect(lf.line).toBe(total);
     // Linear: each byte searched about once and copied once (into the line); a few bytes more
     // around each edge. Joining the buffer for each search instead copies about count² / 2 pieces.
-    for (const { scanned, copied } of [crlf, lf]) {
+    for (const { scanned, copied, visited } of [crlf, lf]) {
       expect(scanned).toBeLessThanOrEqual(total + 4 * count);
       expect(copied).toBeLessThanOrEqual(total + 4 * count);
+      expect(visited).toBeLessThanOrEqual(3 * count);
     }
+  });
+
+  it('steps through each chunk a bounded number of times: readline through a burst of 20,000 one-line chunks', async () => {
+    const count = 20_000;
+    const seen = await run(
+      (function* () {
+        const reader = new StreamReader();
+        for (let i = 0; i < count; i++) reader._feedData(bytes(`${i % 10}\n`));
+        let last = '';
+        for (let i = 0; i < count; i++) last = text(yield* reader.readline());
+        return { last, atEnd: reader.toString(), ...reader._searchStatistics() };
+      })(),
+    );
+    expect(seen.last).toBe('9\n');
+    expect(seen.atEnd).toBe('<StreamReader>');
+    // Each line's search starts at the front chunk, which holds it: walking to it from the back
+    // instead steps through every chunk still buffered, about count² / 2 steps.
+    expect(seen.visited).toBe(count);
+    expect(seen.scanned).toBe(2 * count);
   });
 
   it('counts LimitOverrunError.consumed from what arrived in each piece, and leaves the data buffered', async () => {
