@@ -8,12 +8,17 @@
  * pick). All servers take turns within each round, each of ours beside its uvloop peer, so that
  * they meet the same machine; on Linux the server runs on one core and the client on the other
  * (taskset), which steadies the figures.
+ *
+ * Beside them, the StreamReader alone: 9 MiB fed in 4 KiB pieces, one piece per loop iteration
+ * (no socket, so that only the reader is measured), taken as one line by `readuntil` and, as
+ * its baseline, by `read()` calls whose blocks are joined at the end.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { median, type Row } from './harness.js';
+import { newEventLoop, StreamReader, type Coroutine } from '../src/index.js';
+import { interleaved, median, now, type Row } from './harness.js';
 
 const SERVER = fileURLToPath(new URL('./fixtures/echo-server.js', import.meta.url));
 const PEER = fileURLToPath(new URL('../../bench/fixtures/echo_server.py', import.meta.url));
@@ -22,6 +27,9 @@ const SIZES = [1024, 10 * 1024, 100 * 1024];
 const CONNECTIONS = 10;
 const MEASURE_MS = 1000;
 const ROUNDS = 4;
+const LINE_BYTES = 9 << 20;
+const PIECE_BYTES = 4 << 10;
+const LINE_ROUNDS = 7;
 
 type Kind = 'raw' | 'floor' | 'streams' | 'protocols' | 'buffered' | 'uvloop-streams' | 'uvloop-protocols' | 'uvloop-buffered';
 
@@ -87,8 +95,66 @@ async function measure(server: { child: ChildProcess; port: number }, size: numb
   return { rate: (requests / ms) * 1000, serverCpu };
 }
 
-/** Run the echo-server workloads. */
+/**
+ * Milliseconds a StreamReader took to hand over 9 MiB fed in 4 KiB pieces, one per loop
+ * iteration (the reader wakes for each): as one line through `readuntil` (the separator is the
+ * last byte), or through `read()` with the blocks joined at the end.
+ */
+async function readPieces(how: 'readuntil' | 'read'): Promise<number> {
+  const loop = newEventLoop();
+  // Room for the whole line: the reader neither overruns its limit nor pauses.
+  const reader = new StreamReader(2 * LINE_BYTES, loop);
+  const piece = Buffer.alloc(PIECE_BYTES, 0x61);
+  const last = Buffer.alloc(PIECE_BYTES, 0x61);
+  last[PIECE_BYTES - 1] = 0x0a;
+  const pieces = LINE_BYTES / PIECE_BYTES;
+  let fed = 0;
+  const feed = (): void => {
+    reader._feedData(++fed === pieces ? last : piece);
+    if (fed < pieces) loop.callSoon(feed);
+  };
+  function* consume(): Coroutine<number> {
+    if (how === 'readuntil') return (yield* reader.readuntil('\n')).length;
+    const blocks: Uint8Array[] = [];
+    let got = 0;
+    while (got < LINE_BYTES) {
+      const block = yield* reader.read(LINE_BYTES);
+      blocks.push(block);
+      got += block.length;
+    }
+    return Buffer.concat(blocks).length;
+  }
+  const started = now();
+  loop.callSoon(feed);
+  const length = await loop.runUntilComplete(consume());
+  const took = now() - started;
+  loop.close();
+  if (length !== LINE_BYTES) throw new Error(`${how} returned ${length} bytes of ${LINE_BYTES}`);
+  return took;
+}
+
+/** The StreamReader rows: a long line in small pieces through readuntil, beside read(). */
+export async function readerWorkloads(log: (line: string) => void): Promise<Row[]> {
+  const [lines, reads] = await interleaved(LINE_ROUNDS, () => readPieces('readuntil'), () => readPieces('read'));
+  const line = median(lines);
+  const read = median(reads);
+  log(`  9 MiB in 4 KiB pieces: readuntil ${line.toFixed(1)} ms, read() ${read.toFixed(1)} ms (${(line / read).toFixed(2)}×)`);
+  return [
+    {
+      workload: '9 MiB in 4 KiB pieces through readuntil',
+      unit: 'ms',
+      value: line,
+      baseline: read,
+      baselineName: 'the same through read()',
+      higherIsBetter: false,
+      target: 'within 1.5x read()',
+    },
+  ];
+}
+
+/** Run the StreamReader's workloads, then the echo-server workloads. */
 export async function ioWorkloads(log: (line: string) => void): Promise<Row[]> {
+  const readerRows = await readerWorkloads(log);
   const py = python();
   // Each server of ours right beside its uvloop peer, so that a pair meets the same machine.
   const kinds: Kind[] =
@@ -125,7 +191,7 @@ export async function ioWorkloads(log: (line: string) => void): Promise<Row[]> {
     const values = serverCpus.get(`${kind}/${size}`);
     return values === undefined ? '' : ` (server CPU ${median(values).toFixed(1)} µs/req)`;
   };
-  const rows: Row[] = [];
+  const rows: Row[] = [...readerRows];
   for (const size of SIZES) {
     const label = `${size / 1024} KiB`;
     const raw = rate('raw', size) as number;

@@ -11,6 +11,7 @@
  * On a terminal the counters update live; otherwise it prints plain lines. A summary table ends
  * it; it finishes by itself in a few seconds.
  */
+import { readSync } from 'node:fs';
 import {
   LoopThread,
   TimeoutError,
@@ -92,6 +93,39 @@ function* quotes(progress: Progress, pricing: LoopThread): Coroutine<number> {
   return Math.round(total * 100) / 100;
 }
 
+/** Block this thread until a line arrives on stdin (or it ends): a main thread that is truly stuck. */
+function blockUntilEnter(): void {
+  const byte = Buffer.alloc(1);
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      if (readSync(0, byte) === 0 || byte[0] === 0x0a) return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+      Atomics.wait(pause, 0, 0, 20);
+    }
+  }
+}
+
+/**
+ * `npm start -- --hold`: an audit runs in the inventory thread while the main thread is blocked
+ * until Enter, so that `npx multiloop pstree <pid>` from another terminal shows a stuck main loop
+ * (unresponsive, and for how long) beside threads that go on.
+ */
+function* holdForInspection(progress: Progress, inventory: LoopThread): Coroutine<void> {
+  const audit = getRunningLoop().createTask(
+    (function* heldAudit(): Coroutine<string> {
+      return yield* inventory.call<string>('audit', 3600);
+    })(),
+    { name: 'held-audit' },
+  );
+  yield* sleep(0.05); // the audit starts in its thread
+  say(progress, `holding: the main thread is blocked until you press Enter; meanwhile run: npx multiloop pstree ${process.pid}`);
+  blockUntilEnter();
+  audit.cancel();
+  yield* gather([audit, sleep(0.05)], { returnExceptions: true });
+}
+
 function* main(): Coroutine<void> {
   const loop = getRunningLoop();
   const progress: Progress = { jobsDone: 0, quotesDone: 0, lags: [], events: [] };
@@ -141,8 +175,9 @@ function* main(): Coroutine<void> {
   yield* sleep(0.05); // let the audit's last report arrive
   working = false;
   yield* gather(probe, live);
-  yield* ensureFuture(Promise.all([inventory.close(), pricing.close()]));
   const wall = loop.time() - started;
+  if (process.argv.includes('--hold')) yield* holdForInspection(progress, inventory);
+  yield* ensureFuture(Promise.all([inventory.close(), pricing.close()]));
 
   const rows: Array<[string, string]> = [
     ['pool jobs', `${JOBS} × ${JOB_MS} ms CPU (${rounds} rounds), ${((JOBS * JOB_MS) / 1000).toFixed(2)} s of work`],

@@ -12,6 +12,7 @@ import { _currentVars, type Context } from './contextvars.js';
 import { RuntimeError, _isEscaping } from './exceptions.js';
 import { Future, _reportUnretrieved, type LoopOption } from './futures.js';
 import { Handle, TimerHandle, type AnyCallback, type Runnable } from './handles.js';
+import { openAttachPoint } from './internal/attach/endpoint.js';
 import { Deque } from './internal/deque.js';
 import { INSPECT, repr, typeName } from './internal/format.js';
 import { TimerHeap } from './internal/heap.js';
@@ -177,6 +178,7 @@ export class EventLoop {
 
   constructor() {
     registerLoop(this);
+    openAttachPoint();
   }
 
   #ready = new Deque<Runnable>(64);

@@ -22,8 +22,10 @@ import { _isThenable, isCoroutine } from './coroutines.js';
 import { RuntimeError } from './exceptions.js';
 import { Future, type LoopOption } from './futures.js';
 import { type ConcurrentFuture } from './internal/concurrent-future.js';
+import { copyFields } from './internal/classes.js';
 import { decodeError, encodeError, type EncodedError } from './internal/errors.js';
 import { repr } from './internal/format.js';
+import { quoteName } from './internal/module-ref.js';
 import { WaitNote } from './internal/introspect.js';
 import { _getEventLoop, _getRunningLoop } from './internal/running.js';
 import { WIRE, _setCallbackDecoder } from './internal/wire.js';
@@ -68,12 +70,24 @@ Comlink.transferHandlers.set('throw', {
   },
   deserialize(serialized: ThrownValue): never {
     const value = serialized.value as Record<string, unknown> | null;
-    if (serialized.isError && value !== null && typeof value === 'object' && value[ENCODED] !== undefined) {
-      throw decodeError(value[ENCODED] as EncodedError);
+    if (serialized.isError && value !== null && typeof value === 'object') {
+      if (value[ENCODED] !== undefined) throw decodeError(value[ENCODED] as EncodedError);
+      throw errorOfFields(value);
     }
     return comlinkThrow.deserialize(serialized) as never;
   },
 });
+
+/**
+ * The Error a bare comlink thread's thrown error stands for, as comlink rebuilds it (an Error of
+ * the message, the fields assigned) but for a field `__proto__`, which comlink's `Object.assign`
+ * would make the error's prototype: here it stays a field.
+ */
+function errorOfFields(fields: Record<string, unknown>): Error {
+  const error = new Error(typeof fields.message === 'string' ? fields.message : undefined);
+  copyFields(error, fields);
+  return error;
+}
 
 // ───────────────────────────── running a call in a loop ─────────────────────────────
 
@@ -107,7 +121,121 @@ function runInLoop(loop: EventLoop, fn: (...args: unknown[]) => unknown, args: u
   });
 }
 
+// ───────────────────────────── what a served port answers ─────────────────────────────
+
+/**
+ * A comlink request rebuilt from its checked parts: the only form `Comlink.expose` is handed.
+ * Arguments are decoded already (comlink's handlers ran on them, inside the check), so each
+ * crosses as a raw value.
+ */
+interface Request {
+  readonly id: unknown;
+  readonly type: 'APPLY' | 'RELEASE';
+  readonly path?: readonly string[];
+  readonly argumentList?: readonly { readonly type: 'RAW'; readonly value: unknown }[];
+}
+
+/** What an object served with comlink lets its clients do: calls at the paths it admits, and release. */
+interface Door {
+  /** Throw the TypeError that refuses a call at `path` (any value a client sent), unless the call is served. */
+  checkCall(path: readonly unknown[]): void;
+  /** The TypeError that refuses a request of `kind` (`comlink GET`...) at `path`. */
+  refusal(kind: string, path: readonly unknown[]): TypeError;
+}
+
+/**
+ * comlink's request handler behind `door`: a call the door admits reaches `handler` rebuilt from
+ * its checked parts; any other request (a GET, SET, CONSTRUCT or ENDPOINT, a call at a path
+ * that walks properties, arguments comlink would choke on) is answered with the TypeError that
+ * refuses it, as comlink answers a call that threw; what is no request at all is dropped, as
+ * comlink drops it. comlink's `expose` alone would walk any path a client sends, from the
+ * served object to `Function` and beyond (`new remote.fn.constructor(code)` runs code here),
+ * and throw out of the port's listener, ending the thread, on arguments it cannot decode.
+ */
+function screened(
+  door: Door,
+  handler: (event: { data: unknown }) => void,
+  post: (message: unknown, transfer: Transferable[]) => void,
+): (data: unknown) => void {
+  return (data) => {
+    if (typeof data !== 'object' || data === null) return;
+    const message = data as Record<string, unknown>;
+    let request: Request;
+    try {
+      request = admit(door, message);
+    } catch (error) {
+      const thrown = Comlink.transferHandlers.get('throw') as ComlinkModule.TransferHandler<{ value: unknown }, unknown>;
+      const [value, transfer] = thrown.serialize({ value: error });
+      post({ type: 'HANDLER', name: 'throw', value, id: message.id }, transfer);
+      return;
+    }
+    handler({ data: request });
+  };
+}
+
+/** `message` as the request comlink may answer; throws the TypeError refusing it. */
+function admit(door: Door, message: Record<string, unknown>): Request {
+  const { id, type } = message;
+  const path = message.path === undefined ? [] : message.path;
+  if (!Array.isArray(path)) throw door.refusal(kindOf(type), [path]);
+  switch (type) {
+    case 'APPLY':
+      door.checkCall(path);
+      return { id, type, path: path as string[], argumentList: decodeArguments(message.argumentList) };
+    case 'RELEASE':
+      return { id, type };
+    default:
+      throw door.refusal(kindOf(type), path);
+  }
+}
+
+/** The request type `type` for a message (`comlink GET`), whatever a client sent. */
+function kindOf(type: unknown): string {
+  if (type === 'GET' || type === 'SET' || type === 'CONSTRUCT' || type === 'ENDPOINT' || type === 'APPLY') return `comlink ${type}`;
+  return typeof type === 'string' ? `comlink message of type ${quoteName(type)}` : 'comlink message without a type';
+}
+
+/** `path` as one dotted name for messages; parts that are not strings are named by their type. */
+function pathName(path: readonly unknown[]): string {
+  return path.map((part) => (typeof part === 'string' ? part : typeof part === 'number' ? String(part) : `[${typeof part}]`)).join('.');
+}
+
+/** A call's arguments as comlink sent them, decoded; a TypeError for one that is not comlink's wire form. */
+function decodeArguments(list: unknown): { readonly type: 'RAW'; readonly value: unknown }[] {
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) throw new TypeError(`a comlink call's argumentList must be an array, got ${typeof list}`);
+  const decoded: { readonly type: 'RAW'; readonly value: unknown }[] = [];
+  for (let i = 0; i < list.length; i++) decoded.push({ type: 'RAW', value: decodeArgument(list[i], i) });
+  return decoded;
+}
+
+function decodeArgument(wire: unknown, index: number): unknown {
+  if (typeof wire === 'object' && wire !== null) {
+    const { type, name, value } = wire as Record<string, unknown>;
+    if (type === 'RAW') return value;
+    // 'throw' stands for a thrown error and throws when decoded: no argument is one. 'proxy' wraps a port.
+    const handler = type === 'HANDLER' && typeof name === 'string' && name !== 'throw' ? Comlink.transferHandlers.get(name) : undefined;
+    if (handler !== undefined && (name !== 'proxy' || value instanceof MessagePort)) return handler.deserialize(value);
+  }
+  throw new TypeError(
+    `argument ${index + 1} of a comlink call is not in comlink's wire form ` +
+      "({ type: 'RAW', value }, or { type: 'HANDLER', name, value } naming a transfer handler)",
+  );
+}
+
 // ───────────────────────────── lt.comlinkPort(): serving a LoopThread ─────────────────────────────
+
+/**
+ * A module served through `lt.comlinkPort()`: its functions by name, and the errors for the rest.
+ *
+ * @internal
+ */
+export interface _ServedModule {
+  /** Its function exported as `name`; throws the TypeError `lt.call` refuses other names with. */
+  lookup(name: string): (...args: unknown[]) => unknown;
+  /** That TypeError for `name`; `how` (what was asked instead of a call) leads its parenthesis. */
+  refusal(name: string, how?: string): TypeError;
+}
 
 /** Whose thread serves each `lt.comlinkPort()` port made here, to name it in errors. */
 const owners = new WeakMap<MessagePort, string>();
@@ -116,13 +244,23 @@ const owners = new WeakMap<MessagePort, string>();
 const served = new Set<MessagePort>();
 
 /**
- * Serve `lookup`'s functions on `port` with comlink: each call runs in `loop`, a coroutine
- * function as a Task; a name `lookup` refuses rejects with its TypeError.
+ * Serve `module`'s exported functions on `port` with comlink: each call runs in `loop`, a
+ * coroutine function as a Task. Only calls of them are answered, each at a one-name path: any
+ * other name, and any other request (reading, setting or constructing, a property of a function,
+ * another endpoint), is refused with the TypeError `lt.call` gives an unknown name.
  *
  * @internal
  */
-export function _serveComlink(loop: EventLoop, port: MessagePort, lookup: (name: string) => (...args: unknown[]) => unknown): void {
+export function _serveComlink(loop: EventLoop, port: MessagePort, module: _ServedModule): void {
+  const door: Door = {
+    checkCall(path) {
+      if (path.length === 1 && typeof path[0] === 'string') module.lookup(path[0]);
+      else throw module.refusal(pathName(path));
+    },
+    refusal: (kind, path) => module.refusal(pathName(path), `${kind} refused, only calls are served`),
+  };
   const callers = new Map<string, (...args: unknown[]) => Promise<unknown>>();
+  // Asked only for the names the door admitted: exported functions.
   const target = new Proxy(Object.create(null) as object, {
     get(_target, property) {
       if (typeof property !== 'string') return undefined;
@@ -131,7 +269,7 @@ export function _serveComlink(loop: EventLoop, port: MessagePort, lookup: (name:
         caller = (...args: unknown[]) => {
           let fn: (...args: unknown[]) => unknown;
           try {
-            fn = lookup(property);
+            fn = module.lookup(property);
           } catch (error) {
             return Promise.reject(error as Error);
           }
@@ -142,13 +280,26 @@ export function _serveComlink(loop: EventLoop, port: MessagePort, lookup: (name:
       return caller;
     },
   });
+  let listener: ((data: unknown) => void) | null = null;
+  const endpoint: ComlinkModule.Endpoint = {
+    postMessage: (message: unknown, transfer?: Transferable[]) => port.postMessage(message, transfer as never),
+    addEventListener: (_type: string, handler: Parameters<ComlinkModule.Endpoint['addEventListener']>[1]) => {
+      listener = screened(door, handler as (event: { data: unknown }) => void, endpoint.postMessage);
+      port.on('message', listener);
+    },
+    // comlink stops listening once the client released its proxy.
+    removeEventListener: () => {
+      if (listener !== null) port.off('message', listener);
+      listener = null;
+    },
+  };
   served.add(port);
   // The client's thread ending closes the port: stop listening, let it go.
   port.once('close', () => {
     served.delete(port);
     port.removeAllListeners('message');
   });
-  Comlink.expose(target, nodeEndpoint(port));
+  Comlink.expose(target, endpoint);
 }
 
 /**
@@ -362,6 +513,14 @@ export function _isComlinkProxy(fn: unknown): fn is (...args: unknown[]) => unkn
   return false;
 }
 
+/** A `Comlink.proxy(fn)` argument takes calls of itself, at the empty path; nothing of `fn` is read or set from the far side. */
+const CALLBACK_DOOR: Door = {
+  checkCall(path) {
+    if (path.length !== 0) throw CALLBACK_DOOR.refusal('comlink APPLY', path);
+  },
+  refusal: (kind, path) => new TypeError(`a Comlink.proxy callback takes calls only: ${kind} of ${quoteName(pathName(path))} refused`),
+};
+
 /**
  * The `Comlink.proxy(fn)` arguments of one call, sent from their loop: each stays home, served
  * on a MessageChannel whose far port crosses in its place; all are released together when the
@@ -387,7 +546,7 @@ export class _Callbacks {
   send(fn: (...args: unknown[]) => unknown): unknown {
     const loop = this.#loop;
     const { port1, port2 } = new MessageChannel();
-    let listener: ((event: { data: unknown }) => void) | null = null;
+    let listener: ((data: unknown) => void) | null = null;
     let closed = false;
     const close = (): void => {
       if (closed) return;
@@ -402,8 +561,8 @@ export class _Callbacks {
         if (!closed) port1.postMessage(message, transfer as never);
       },
       addEventListener: (_type: string, handler: Parameters<ComlinkModule.Endpoint['addEventListener']>[1]) => {
-        listener = handler as (event: { data: unknown }) => void;
-        port1.on('message', (data: unknown) => listener?.({ data }));
+        listener = screened(CALLBACK_DOOR, handler as (event: { data: unknown }) => void, endpoint.postMessage);
+        port1.on('message', (data: unknown) => listener?.(data));
       },
       // comlink stops listening after the far side released the proxy: the channel is done.
       removeEventListener: () => {
@@ -419,7 +578,7 @@ export class _Callbacks {
         if (closed || listener === null) break;
         const received = receiveMessageOnPort(port1);
         if (received === undefined) break;
-        listener({ data: received.message });
+        listener(received.message);
       }
       close();
     });

@@ -12,6 +12,7 @@ import type { EventLoop } from './base-events.js';
 import type { Coroutine } from './coroutines.js';
 import { CancelledError, RuntimeError } from './exceptions.js';
 import type { Future } from './futures.js';
+import { CAN_PROBE_DESCRIPTORS, OUT_OF_RESOURCE_CODES, probeDescriptor } from './internal/descriptors.js';
 import { INSPECT, repr } from './internal/format.js';
 import { eventFuture } from './internal/node-events.js';
 import type { DatagramProtocol, Protocol } from './protocols.js';
@@ -162,6 +163,12 @@ export function* _createConnection<P extends Protocol>(
  * A listening server made by `startServer` / `loop.createServer` (asyncio.Server). It counts the
  * connections it accepted: `waitClosed()` waits until it is closed and they all ended.
  *
+ * An accept that leaves the process without a file descriptor is reported to the loop's exception
+ * handler as asyncio reports a failed accept ("socket.accept() out of system resource", with the
+ * EMFILE or ENFILE error, `socket` and `server`), once until an accept finds one free again. Unlike
+ * asyncio's, the server cannot stop accepting meanwhile: Node's libuv accepts and closes every
+ * connection that comes while none is free, and serves again as soon as one is.
+ *
  * @example
  * ```ts
  * const server = yield* startServer(handle, '127.0.0.1', 8888);
@@ -181,6 +188,10 @@ export class Server implements TransportOwner, LoopResource {
   readonly #clients = new Set<Transport>();
   #waiters: Array<Future<void>> | null = [];
   #servingForever: Future<void> | null = null;
+  /** Whether accepts probe for a descriptor left (not on Windows, nor where the null device cannot be opened). */
+  #probing = CAN_PROBE_DESCRIPTORS;
+  /** Set once a shortage was reported; an accept that finds the process with room again ends it, so each shortage is reported once. */
+  #outOfResources = false;
 
   /** @internal Made by `loop.createServer` / `startServer`. */
   constructor(loop: EventLoop, factory: () => Protocol, netServer: net.Server, listen: net.ListenOptions, unixPath: string | null, secure: boolean) {
@@ -192,6 +203,8 @@ export class Server implements TransportOwner, LoopResource {
     this.#secure = secure;
     netServer.on(secure ? 'secureConnection' : 'connection', this.#accept);
     if (secure) {
+      // The accept took its descriptor before the handshake: check right then.
+      netServer.on('connection', this.#checkResources);
       // A client that fails its handshake never becomes a connection: asyncio logs it in debug mode only.
       netServer.on('tlsClientError', (_error: Error, socket: tls.TLSSocket) => socket.destroy());
     }
@@ -211,6 +224,7 @@ export class Server implements TransportOwner, LoopResource {
       accepted.destroy();
       return;
     }
+    if (!this.#secure) this.#checkResources();
     // Until the transport listens, an error (a reset) must not go unheard; the socket then closes.
     accepted.on('error', ignoreEarlyError);
     // Nothing is read before the transport listens: a socket stays paused until then.
@@ -248,6 +262,37 @@ export class Server implements TransportOwner, LoopResource {
     });
   };
 
+  /**
+   * After an accept: whether the process has a descriptor left for the next one. When it has none,
+   * libuv closes every connection that comes until one is freed, without a word to Node (see
+   * internal/descriptors.ts), so this is the one moment the shortage can be reported.
+   */
+  readonly #checkResources = (): void => {
+    if (!this.#probing) {
+      this.#outOfResources = false;
+      return;
+    }
+    const shortage = probeDescriptor();
+    if (shortage === null) {
+      this.#outOfResources = false;
+    } else if (OUT_OF_RESOURCE_CODES.has(shortage.code ?? '')) {
+      this.#reportOutOfResources(shortage);
+    } else {
+      // The null device cannot be opened at all (a sandbox): probing tells nothing here.
+      this.#probing = false;
+    }
+  };
+
+  /** Tell the exception handler once per shortage that accepting fails for want of a resource (asyncio's message). */
+  #reportOutOfResources(error: Error): void {
+    if (this.#outOfResources || this.#loop.isClosed()) return;
+    this.#outOfResources = true;
+    // From the loop's iteration, where a handler's KeyboardInterrupt or SystemExit can leave the loop.
+    this.#loop.callSoon(() => {
+      this.#loop.callExceptionHandler({ message: 'socket.accept() out of system resource', exception: error, socket: this.#netServer, server: this });
+    });
+  }
+
   /** @internal A connection it accepted ended. */
   _detach(transport: Transport): void {
     this.#clients.delete(transport);
@@ -278,11 +323,8 @@ export class Server implements TransportOwner, LoopResource {
       server.close();
       throw error;
     }
-    // Later errors (EMFILE on accept...) are logged, as asyncio's accept loop logs them.
-    server.on('error', (error: Error) => {
-      if (this.#loop.isClosed()) return;
-      this.#loop.callExceptionHandler({ message: 'socket.accept() out of system resource', exception: error, server: this });
-    });
+    // A failed accept, as libuv reports it on Windows (on Unix it reports none: see #checkResources).
+    server.on('error', (error: Error) => this.#reportOutOfResources(error));
     // Listening does not keep the process alive while the loop does not run.
     server.unref();
   }

@@ -3,8 +3,8 @@
  * one module; loops call each other's exported functions through links (src/internal/link.ts),
  * and the hosted module reaches the loop that started it through `parentLoop()`.
  */
-import { MessageChannel, Worker, isMainThread, parentPort, workerData, type MessagePort, type ResourceLimits } from 'node:worker_threads';
-import { _closeServedComlinkPorts, _comlinkChannel, _serveComlink } from './comlink.js';
+import { MessageChannel, Worker, isMainThread, parentPort, threadId as currentThreadId, workerData, type MessagePort, type ResourceLimits } from 'node:worker_threads';
+import { _closeServedComlinkPorts, _comlinkChannel, _serveComlink, type _ServedModule } from './comlink.js';
 import type { EventLoop } from './base-events.js';
 import type { Coroutine } from './coroutines.js';
 import { getEventLoop, newEventLoop, setEventLoop, _setThreadName } from './events.js';
@@ -20,7 +20,7 @@ import { allTasks, currentTask } from './task.js';
 import { gather } from './tasks.js';
 import { moduleUrlOf, notAFunction, notExported } from './internal/module-ref.js';
 import { INSPECT } from './internal/format.js';
-import { newId } from './internal/introspect.js';
+import { currentThreadName, forgetThread, heartbeat, newId, rememberThread } from './internal/introspect.js';
 import { snapshotThisThread, thisHeartbeat, unresponsiveThread, type ThreadSnapshot } from './internal/snapshot.js';
 
 /** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
@@ -150,7 +150,7 @@ function makeLinkPorts(): [LinkPorts, LinkPorts] {
 }
 
 /** Functions offered by name, with the library's errors for names that are not among them. */
-function functionTable(table: Record<string, unknown>, what: string): CallTarget {
+function functionTable(table: Record<string, unknown>, what: string): CallTarget & _ServedModule {
   return {
     lookup(name: string): (...args: unknown[]) => unknown {
       if (typeof name !== 'string') throw new TypeError(`a function name must be a string, got ${typeof name}`);
@@ -160,6 +160,9 @@ function functionTable(table: Record<string, unknown>, what: string): CallTarget
       const value = table[name];
       if (typeof value !== 'function') throw new TypeError(notAFunction(name, what));
       return value as (...args: unknown[]) => unknown;
+    },
+    refusal(name: string, how?: string): TypeError {
+      return new TypeError(notExported(name, what, functionNames(table), how));
     },
   };
 }
@@ -236,7 +239,7 @@ export class LoopThread implements LoopRef {
    * it does not answer within `timeout` ms, what its heartbeat says.
    */
   _snapshot(timeout: number): Promise<ThreadSnapshot[]> {
-    const unresponsive = (): ThreadSnapshot[] => [unresponsiveThread(this.threadId, this.name, this.#heartbeat)];
+    const unresponsive = (): ThreadSnapshot[] => [unresponsiveThread(this.threadId, this.name, this.#heartbeat?.[0] ?? 0)];
     if (this.#death !== null) return Promise.resolve([]);
     const { port1, port2 } = new MessageChannel();
     const message: ToWorker = { type: 'snapshot', port: port2, timeout: timeout * NESTED_DEADLINE };
@@ -280,7 +283,13 @@ export class LoopThread implements LoopRef {
     let parentSide: LinkPorts | null = null;
     let threadSide: LinkPorts | null = null;
     if (loop !== null) [parentSide, threadSide] = makeLinkPorts();
-    const data: LoopThreadData = { moduleUrl: url, name, parent: threadSide, exposed: Object.keys(expose) };
+    const data: LoopThreadData = {
+      moduleUrl: url,
+      name,
+      parent: threadSide,
+      exposed: Object.keys(expose),
+      starter: { threadId: currentThreadId, name: currentThreadName(), heartbeat },
+    };
     const worker = new Worker(HOST_ENTRY, {
       workerData: data,
       transferList: threadSide === null ? [] : [threadSide.inPort, threadSide.outPort],
@@ -337,7 +346,11 @@ export class LoopThread implements LoopRef {
     thread = new LoopThread(worker, name, url, ready, exited);
     const started = thread;
     startedHere.add(started);
-    void exited.then(() => startedHere.delete(started));
+    rememberThread(threadId, name, ready.heartbeat);
+    void exited.then(() => {
+      startedHere.delete(started);
+      forgetThread(threadId);
+    });
     if (firstLink !== null && loop !== null) thread.#links.set(loop, firstLink);
     return thread;
   }
@@ -383,7 +396,10 @@ export class LoopThread implements LoopRef {
    * A new MessagePort whose far end the thread serves with comlink: any comlink client (in any
    * thread it is moved to) calls the hosted module's own exported functions through
    * `Comlink.wrap(port)`, each call run in the thread's loop (a coroutine function as a Task);
-   * other names are refused as by `call`. `wrapComlink(port)` gives Futures instead of Promises.
+   * other names are refused as by `call`, and so is every request that is not such a call:
+   * reading, setting or constructing anything, a property of a function (`fn.call`,
+   * `fn.constructor`), another endpoint (`Comlink.createEndpoint`: ask for another port
+   * instead). `wrapComlink(port)` gives Futures instead of Promises.
    * The port closes when the thread ends (a `wrapComlink` proxy then fails its pending calls).
    *
    * @example
@@ -591,12 +607,14 @@ export async function _hostLoopThread(): Promise<void> {
   const control = parentPort;
   if (control === null) throw new RuntimeError('_hostLoopThread() runs inside a LoopThread worker only');
   _setThreadName(data.name);
+  rememberThread(data.starter.threadId, data.starter.name, data.starter.heartbeat);
   hostedHere = data.moduleUrl;
   const loop = newEventLoop();
   setEventLoop(loop);
-  const hosted: { table: Record<string, unknown> } = { table: {} };
+  // Calls that arrive before the module is loaded find nothing; then its namespace (one table, not one per call).
+  let hosted = functionTable({}, data.moduleUrl);
   const target: CallTarget = {
-    lookup: (name) => functionTable(hosted.table, data.moduleUrl).lookup(name),
+    lookup: (name) => hosted.lookup(name),
   };
   if (data.parent !== null) {
     const link = new Link(loop, data.parent, target, 'the parent loop');
@@ -611,12 +629,12 @@ export async function _hostLoopThread(): Promise<void> {
     control.postMessage(message);
     return;
   }
-  hosted.table = namespace;
+  hosted = functionTable(namespace, data.moduleUrl);
   const names = Object.keys(namespace);
 
   control.on('message', (message: ToWorker) => {
     if (message.type === 'link') new Link(loop, message.ports, target, 'a loop of the parent thread');
-    else if (message.type === 'comlink') _serveComlink(loop, message.port, (name) => target.lookup(name));
+    else if (message.type === 'comlink') _serveComlink(loop, message.port, hosted);
     else if (message.type === 'snapshot') answerSnapshot(message.port, _snapshotFromHere(message.timeout));
     else if (message.type === 'close') loop.callSoonThreadsafe(() => void loop.createTask(shutdown(loop)));
   });

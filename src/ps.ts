@@ -5,9 +5,8 @@
  * loops. Each LoopThread answers from its own thread; one that does not answer in time (its loop
  * is blocked) is listed as unresponsive, with how long its loop has been busy.
  */
-import { isMainThread } from 'node:worker_threads';
 import type { ThreadHealth } from './internal/introspect.js';
-import { repr } from './internal/format.js';
+import { printable, repr } from './internal/format.js';
 import type { LoopRow, TaskRow, ThreadSnapshot } from './internal/snapshot.js';
 import { snapshotThisThreadInSlices } from './internal/snapshot-slices.js';
 import { _snapshotProcess } from './loop-thread.js';
@@ -93,8 +92,12 @@ export async function _snapshotInSlices(timeout: number): Promise<ProcessSnapsho
   return join(await _snapshotProcess(timeout * 1000, snapshotThisThreadInSlices));
 }
 
-/** Join the threads' parts: a task serving a call is awaited by the tasks awaiting that call in the caller's thread. */
-function join(parts: ThreadSnapshot[]): ProcessSnapshot {
+/**
+ * Join the threads' parts: a task serving a call is awaited by the tasks awaiting that call in the caller's thread.
+ *
+ * @internal
+ */
+export function join(parts: ThreadSnapshot[]): ProcessSnapshot {
   const callers = new Map<string, number[]>();
   for (const part of parts) for (const call of part.callsOut) callers.set(`${call.linkId}/${call.callId}`, call.awaitedBy);
   const tasks: TaskRow[] = [];
@@ -296,7 +299,8 @@ export function* _treeInTurns(snap: ProcessSnapshot): Generator<void, string, vo
       yield;
     }
   }
-  return lines.join('\n');
+  // Names come from the app (and, from outside, from another process): never raw to a terminal.
+  return lines.map(printable).join('\n');
 }
 
 /**
@@ -323,27 +327,10 @@ export function formatTable(snap: ProcessSnapshot): string {
       row.awaiting ?? '',
       awaiters.map((id) => names.get(id)).join(', '),
       awaiters.map((id) => `0x${id.toString(16)}`).join(', '),
-    ];
+    ].map(printable);
   });
   // A loop, not Math.max(...cells): spread arguments overflow the stack past some 100k tasks.
   const widths = header.map((title, i) => cells.reduce((width, cell) => Math.max(width, (cell[i] as string).length), title.length));
   const line = (cell: string[]): string => cell.map((text, i) => text.padEnd(widths[i] as number)).join('  ').trimEnd();
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...cells.map(line)].join('\n');
-}
-
-/**
- * What `npx multiloop ps <pid>` finds in a process through its inspector: this copy of the
- * library's ps() and pstree(), reachable by a well-known symbol of the main thread, and a way to
- * close the inspector again once the command has its answer.
- */
-const HOOK = Symbol.for('multiloop.introspection');
-if (isMainThread && !(HOOK in globalThis)) {
-  Object.defineProperty(globalThis, HOOK, {
-    value: Object.freeze({
-      version: 1,
-      ps: (): Promise<TaskInfo[]> => ps(),
-      snapshot: (): Promise<ProcessSnapshot> => snapshot(),
-      pstree: (): Promise<string> => pstree(),
-    }),
-  });
 }

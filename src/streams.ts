@@ -67,6 +67,19 @@ export function _checkLimit(limit: unknown): number {
   return limit;
 }
 
+/** A separator of readuntil as bytes (a string is UTF-8), or a TypeError naming what it got. */
+function separatorBytes(separator: unknown): Uint8Array {
+  if (typeof separator === 'string') return encoder.encode(separator);
+  if (separator instanceof Uint8Array) return separator;
+  throw new TypeError(`readuntil() separator must be a string, a Uint8Array or an array of them, got ${repr(separator)}`);
+}
+
+/** Several separators of readuntil as bytes, shortest first (asyncio sorts them by length). */
+function separatorList(separators: ReadonlyArray<unknown>): Uint8Array[] {
+  if (separators.length === 0) throw new RangeError('Separator should contain at least one element');
+  return separators.map(separatorBytes).sort((a, b) => a.length - b.length);
+}
+
 /**
  * The reading half of a connection (asyncio.StreamReader); bytes are Uint8Arrays (Node Buffers).
  *
@@ -87,6 +100,18 @@ export class StreamReader {
   #exception: Error | null = null;
   #transport: ReadingControl | null = null;
   #paused = false;
+  /** Where the bytes around an edge between chunks are searched (readuntil with a separator of several bytes). */
+  #scratch: Buffer | null = null;
+  /** Bytes searched, bytes copied and chunks stepped through (tests check that readuntil stays linear). */
+  #scanned = 0;
+  #copied = 0;
+  #visited = 0;
+  /**
+   * The chunk where the last search started: its index and the offset of its first byte; -1
+   * once bytes were taken, which moves every chunk.
+   */
+  #resumeIndex = -1;
+  #resumeStart = 0;
 
   /** @internal Made by the stream functions and subprocesses (a buffer limit, the loop it serves). */
   constructor(limit: number = DEFAULT_LIMIT, loop: EventLoop = _getEventLoop()) {
@@ -97,6 +122,11 @@ export class StreamReader {
   /** The buffer limit in bytes. */
   get limit(): number {
     return this.#limit;
+  }
+
+  /** @internal Bytes searched by readuntil, bytes copied and chunks stepped through so far (tests check that they stay linear). */
+  _searchStatistics(): { scanned: number; copied: number; visited: number } {
+    return { scanned: this.#scanned, copied: this.#copied, visited: this.#visited };
   }
 
   /** The error the stream failed with, or null. */
@@ -184,6 +214,7 @@ export class StreamReader {
   /** The first `n` bytes of the buffer, taken out of it. */
   #take(n: number): Buffer {
     if (n === 0) return Buffer.alloc(0);
+    this.#resumeIndex = -1;
     const chunks = this.#chunks;
     const first = chunks.shift() as Buffer;
     let out: Buffer;
@@ -192,6 +223,7 @@ export class StreamReader {
       if (first.length > n) chunks.unshift(first.subarray(n));
     } else {
       out = Buffer.allocUnsafe(n);
+      this.#copied += n;
       out.set(first);
       let at = first.length;
       while (at < n) {
@@ -216,17 +248,74 @@ export class StreamReader {
     return this.#take(this.#size);
   }
 
-  /** Where `separator` first starts in the buffer at or after `offset`, or -1. */
-  #find(separator: Uint8Array, offset: number): number {
+  /**
+   * Where `separator` first starts in the buffer at or after `from` (< the buffer's size), or -1.
+   * Each chunk is searched by itself, and the bytes around each edge between chunks in a small
+   * window, so that a search costs the bytes after `from` and copies none of the buffer:
+   * readuntil, searching again from just before what arrived last, stays linear in the bytes
+   * received however small the pieces.
+   */
+  #indexOf(separator: Uint8Array, from: number): number {
     const chunks = this.#chunks;
-    if (chunks.length > 1) {
-      // Several chunks: join them once, so the search sees across their edges.
-      const joined = this.#takeAll();
-      chunks.push(joined);
-      this.#size = joined.length;
+    const count = chunks.length;
+    let i = 0;
+    let start = 0;
+    // readuntil searches again from further on: resume where its last search started.
+    if (this.#resumeIndex !== -1 && this.#resumeStart <= from) {
+      i = this.#resumeIndex;
+      start = this.#resumeStart;
     }
-    const only = chunks.peek();
-    return only === undefined ? -1 : only.indexOf(separator, offset);
+    let chunk = chunks.at(i) as Buffer;
+    while (start + chunk.length <= from) {
+      this.#visited++;
+      start += chunk.length;
+      chunk = chunks.at(++i) as Buffer;
+    }
+    this.#resumeIndex = i;
+    this.#resumeStart = start;
+    const reach = separator.length - 1;
+    for (;;) {
+      const skip = from > start ? from - start : 0;
+      this.#visited++;
+      this.#scanned += chunk.length - skip;
+      const at = chunk.indexOf(separator, skip);
+      if (at !== -1) return start + at;
+      const end = start + chunk.length;
+      if (++i === count) return -1;
+      chunk = chunks.at(i) as Buffer;
+      // A match that starts in this chunk's last `reach` bytes and ends in the next chunks.
+      if (reach > 0) {
+        const windowStart = Math.max(from, end - reach);
+        const windowLength = Math.min(this.#size, end + reach) - windowStart;
+        if (windowLength > reach) {
+          this.#scanned += windowLength;
+          const at = this.#edgeWindow(i - 1, start, windowStart, windowLength).indexOf(separator);
+          // The scratch may hold older bytes past the window: the first match ending there
+          // means that none ends within it.
+          if (at !== -1 && at + reach < windowLength) return windowStart + at;
+        }
+      }
+      start = end;
+    }
+  }
+
+  /**
+   * The `length` bytes of the buffer from `from`, which chunk `index` (starting at `start`)
+   * holds, copied into a scratch buffer kept between searches (which may be longer).
+   */
+  #edgeWindow(index: number, start: number, from: number, length: number): Buffer {
+    let scratch = this.#scratch;
+    if (scratch === null || scratch.length < length) scratch = this.#scratch = Buffer.allocUnsafe(length);
+    this.#copied += length;
+    const chunks = this.#chunks;
+    let skip = from - start;
+    // A few bytes (twice the separator's length at most): a loop costs less than views to copy.
+    for (let at = 0; at < length; index++, skip = 0) {
+      const chunk = chunks.at(index) as Buffer;
+      const end = Math.min(chunk.length, skip + length - at);
+      for (let k = skip; k < end; k++) scratch[at++] = chunk[k] as number;
+    }
+    return scratch;
   }
 
   /**
@@ -272,30 +361,58 @@ export class StreamReader {
     }
   }
 
+  /** Whether the buffer holds `separator` at `at`. */
   #startsWithAt(separator: Uint8Array, at: number): boolean {
     if (this.#size < at + separator.length) return false;
-    return this.#find(separator, at) === at;
+    return this.#indexOf(separator, at) === at;
   }
 
   /**
    * Read up to and including `separator` (default `'\n'`, a string is UTF-8). EOF first:
    * IncompleteReadError with what was buffered (`expected` null); the separator not found
    * within the limit: LimitOverrunError (`consumed`), the data stays buffered.
+   *
+   * Several separators (an array, asyncio 3.13's tuple): the shortest line that ends in any of
+   * them; when two end at the same byte, the shorter separator is the one that matched (for the
+   * limit's check).
+   *
+   * @example
+   * ```ts
+   * const header = yield* reader.readuntil('\r\n\r\n');
+   * const line = yield* reader.readuntil(['\r\n', '\n']);
+   * ```
    */
-  *readuntil(separator: string | Uint8Array = NEWLINE): Coroutine<Uint8Array> {
-    const sep = typeof separator === 'string' ? encoder.encode(separator) : separator;
-    if (!(sep instanceof Uint8Array)) throw new TypeError(`readuntil() separator must be a string or a Uint8Array, got ${repr(separator)}`);
-    const seplen = sep.length;
-    if (seplen === 0) throw new RangeError('Separator should be at least one-byte string');
+  *readuntil(separator: string | Uint8Array | ReadonlyArray<string | Uint8Array> = NEWLINE): Coroutine<Uint8Array> {
+    // One separator (the common case) is searched without an array around it.
+    const several = Array.isArray(separator) ? separatorList(separator as ReadonlyArray<unknown>) : null;
+    const sep = several === null ? separatorBytes(separator) : (several[0] as Uint8Array);
+    const minLength = sep.length;
+    const maxLength = several === null ? minLength : (several[several.length - 1] as Uint8Array).length;
+    if (minLength === 0) throw new RangeError('Separator should be at least one-byte string');
     if (this.#exception !== null) throw this.#exception;
+    // No separator starts before `offset`: each search covers what arrived since the last one,
+    // and the longest separator's length - 1 bytes before it.
     let offset = 0;
-    let isep: number;
+    let matchStart = -1;
+    let matchEnd = -1;
     for (;;) {
       const buflen = this.#size;
-      if (buflen - offset >= seplen) {
-        isep = this.#find(sep, offset);
-        if (isep !== -1) break;
-        offset = buflen + 1 - seplen;
+      if (buflen - offset >= minLength) {
+        if (several === null) {
+          matchStart = this.#indexOf(sep, offset);
+          matchEnd = matchStart + minLength;
+        } else {
+          // The match that ends first; on a tie the shorter separator, which comes first.
+          for (const candidate of several) {
+            const at = this.#indexOf(candidate, offset);
+            if (at !== -1 && (matchStart === -1 || at + candidate.length < matchEnd)) {
+              matchStart = at;
+              matchEnd = at + candidate.length;
+            }
+          }
+        }
+        if (matchStart !== -1) break;
+        offset = Math.max(0, buflen + 1 - maxLength);
         if (offset > this.#limit) throw new LimitOverrunError('Separator is not found, and chunk exceed the limit', offset);
       }
       if (this.#eof) {
@@ -304,8 +421,8 @@ export class StreamReader {
       }
       yield* this.#waitForData('readuntil');
     }
-    if (isep > this.#limit) throw new LimitOverrunError('Separator is found, but chunk is longer than limit', isep);
-    const chunk = this.#take(isep + seplen);
+    if (matchStart > this.#limit) throw new LimitOverrunError('Separator is found, but chunk is longer than limit', matchStart);
+    const chunk = this.#take(matchEnd);
     this.#maybeResumeTransport();
     return chunk;
   }

@@ -6,7 +6,7 @@
  * its threads share one heap.
  */
 import { MessagePort, type Transferable } from 'node:worker_threads';
-import { addClass } from './internal/classes.js';
+import { addClass, copyFields } from './internal/classes.js';
 import { repr, typeName } from './internal/format.js';
 import { isNative } from './internal/wire.js';
 
@@ -186,13 +186,17 @@ export function registerClass<T extends object>(cls: abstract new (...args: neve
     serialize: (serialize as ((instance: object) => unknown) | undefined) ?? ownProperties,
     deserialize:
       (deserialize as ((data: unknown) => object) | undefined) ??
-      ((data) => Object.assign(Object.create(prototype) as object, data as object)),
+      ((data) => {
+        const instance = Object.create(prototype) as object;
+        copyFields(instance, data as object);
+        return instance;
+      }),
   });
 }
 
 /** An instance's own enumerable properties, as a plain object. */
 function ownProperties(instance: object): Record<string, unknown> {
   const data: Record<string, unknown> = {};
-  for (const key of Object.keys(instance)) data[key] = (instance as Record<string, unknown>)[key];
+  copyFields(data, instance);
   return data;
 }

@@ -5,7 +5,10 @@
  * of lt.call, lt.callSoonThreadsafe, toThread and runInExecutor.
  */
 import { once } from 'node:events';
-import { Worker } from 'node:worker_threads';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker, type MessagePort } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import nodeAdapter from 'comlink/dist/umd/node-adapter.js';
 import { describe, expect, it } from 'vitest';
@@ -35,6 +38,8 @@ const CLIENT = new URL('./fixtures/comlink-client.mjs', import.meta.url);
 const WORKER = new URL('./fixtures/comlink-worker.mjs', import.meta.url);
 const BARE_CLIENT = new URL('./fixtures/comlink-bare-client.mjs', import.meta.url);
 const JOBS = new URL('./fixtures/comlink-jobs.mjs', import.meta.url);
+const GUARDED = new URL('./fixtures/comlink-guarded.mjs', import.meta.url);
+const HOSTILE_CALLEE = new URL('./fixtures/comlink-hostile-callee.mjs', import.meta.url);
 
 /** comlink's adapter of Node ports and workers (a CommonJS module whose default export is the function). */
 const nodeEndpoint = nodeAdapter as unknown as typeof nodeAdapter.default;
@@ -128,6 +133,187 @@ describe('lt.comlinkPort()', () => {
     await lt.close();
     expect(() => lt.comlinkPort()).toThrow(RuntimeError);
     expect(() => lt.comlinkPort()).toThrow("LoopThread 'svc' is closed");
+  });
+});
+
+/** The module comlink-guarded.mjs as a comlink client sees it, property chains included. */
+interface Guarded {
+  add(a: number, b: number): number;
+  twice(x: number): number;
+  inspect(): { ran: string[]; marker: string | null };
+  config: { secret: string };
+}
+
+/** A comlink remote as a hostile client walks it: any property of anything, called, constructed or read. */
+type Walk = { readonly [key: string]: Walk } & ((...args: unknown[]) => Promise<unknown>) & (new (...args: unknown[]) => Promise<unknown>);
+
+/** Read what `remote` stands for: comlink sends a GET when its proxy is awaited. */
+function read(remote: unknown): Promise<unknown> {
+  return Promise.resolve(remote);
+}
+
+/** The TypeError lt.call's unknown names get from comlink-guarded.mjs, for `name`; `how` leads the parenthesis. */
+function notServed(name: string, how?: string): string {
+  return `'${name}' is not a function exported by ${GUARDED.href} (${how === undefined ? '' : `${how}; `}its functions: 'add', 'inspect', 'twice')`;
+}
+
+/** What leads the parenthesis of a refused request of comlink's `type`. */
+function notACall(type: string): string {
+  return `comlink ${type} refused, only calls are served`;
+}
+
+/** Code a hostile client would have run in the thread: a global set, a file written. */
+function smuggled(file: string): string {
+  return `globalThis.__hostileMarker = 'pwned'; return import('node:fs').then((fs) => fs.writeFileSync(${JSON.stringify(file)}, 'pwned'));`;
+}
+
+let asked = 0;
+
+/** Post a comlink request by hand on `port` and wait for the answer with its id. */
+function ask(port: MessagePort, message: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const id = `hostile-${++asked}`;
+  return new Promise((resolve) => {
+    const onMessage = (reply: Record<string, unknown>): void => {
+      if (reply.id !== id) return;
+      port.off('message', onMessage);
+      resolve(reply);
+    };
+    port.on('message', onMessage);
+    port.postMessage({ ...message, id });
+  });
+}
+
+/** The error an answer carries (comlink's 'throw' handler rebuilds it), or null for a value. */
+function refusalIn(reply: Record<string, unknown>): Error | null {
+  if (reply.type !== 'HANDLER' || reply.name !== 'throw') return null;
+  try {
+    Comlink.transferHandlers.get('throw')!.deserialize(reply.value);
+  } catch (error) {
+    return error as Error;
+  }
+  return null;
+}
+
+describe('lt.comlinkPort() against a hostile client', () => {
+  it('refuses every property walk of Comlink.wrap with the TypeError of an unknown name, and runs nothing but calls', async () => {
+    const lt = await threads.startOutside(GUARDED, { name: 'guarded' });
+    const dir = mkdtempSync(join(tmpdir(), 'multiloop-comlink-'));
+    const file = join(dir, 'pwned');
+    const remote = Comlink.wrap<Guarded>(nodeEndpoint(lt.comlinkPort()));
+    const walk = remote as unknown as Walk;
+    const code = smuggled(file);
+    try {
+      const attempts: Array<[string, () => Promise<unknown>]> = [
+        // CONSTRUCT and APPLY of Function, reached from an export.
+        [notServed('inspect.constructor', notACall('CONSTRUCT')), () => new (walk.inspect.constructor as Walk)(code)],
+        [notServed('inspect.constructor'), () => walk.inspect.constructor(code)],
+        [notServed('add.__proto__.constructor'), () => walk.add.__proto__.constructor(code)],
+        [notServed('add.call'), () => walk.add.call(null, 1, 2)],
+        [notServed('add.toString'), () => walk.add.toString()],
+        // GET (comlink reads a property when its proxy is awaited): of a function, its prototype, getters.
+        [notServed('add', notACall('GET')), () => read(walk.add)],
+        [notServed('add.prototype', notACall('GET')), () => read(walk.add.prototype)],
+        [notServed('add.__proto__', notACall('GET')), () => read(walk.add.__proto__)],
+        [notServed('add.secret', notACall('GET')), () => read(walk.add.secret)],
+        [notServed('config.secret', notACall('GET')), () => read(walk.config.secret)],
+        [notServed('config', notACall('GET')), () => read(walk.config)],
+        [notServed('', notACall('ENDPOINT')), () => remote[Comlink.createEndpoint]()],
+      ];
+      for (const [message, attempt] of attempts) {
+        const error = (await attempt().then(
+          (value: unknown) => ({ notRefused: typeof value }),
+          (e: unknown) => e,
+        )) as Error;
+        expect(error).toBeInstanceOf(TypeError);
+        expect(error.message).toBe(message);
+      }
+      // Calls still work, a coroutine function's too, and nothing else ran in the thread.
+      expect(await remote.add(1, 2)).toBe(3);
+      expect(await remote.twice(21)).toBe(42);
+      expect(await remote.inspect()).toEqual({ ran: [], marker: null });
+      expect(existsSync(file)).toBe(false);
+      expect(lt.isDead()).toBe(false);
+      remote[Comlink.releaseProxy]();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses comlink requests posted by hand (paths of several names, GET, SET, CONSTRUCT, ENDPOINT, other types, arguments comlink cannot decode), and lives on', async () => {
+    const lt = await threads.startOutside(GUARDED, { name: 'guarded' });
+    const dir = mkdtempSync(join(tmpdir(), 'multiloop-comlink-'));
+    const file = join(dir, 'pwned');
+    const port = lt.comlinkPort();
+    const raw = (value: unknown): unknown => ({ type: 'RAW', value });
+    const code = raw(smuggled(file));
+    try {
+      const requests: Array<[Record<string, unknown>, string]> = [
+        [{ type: 'APPLY', path: ['inspect', 'constructor'], argumentList: [code] }, notServed('inspect.constructor')],
+        [{ type: 'CONSTRUCT', path: ['inspect', 'constructor'], argumentList: [code] }, notServed('inspect.constructor', notACall('CONSTRUCT'))],
+        [{ type: 'CONSTRUCT', path: ['add'], argumentList: [] }, notServed('add', notACall('CONSTRUCT'))],
+        [{ type: 'APPLY', path: ['add', 'apply'], argumentList: [raw(null), raw([1, 2])] }, notServed('add.apply')],
+        [{ type: 'APPLY', path: ['config', 'secret'], argumentList: [] }, notServed('config.secret')],
+        [{ type: 'APPLY', path: [], argumentList: [] }, notServed('')],
+        [{ type: 'APPLY', path: 'add', argumentList: [] }, notServed('add', notACall('APPLY'))],
+        [{ type: 'APPLY', path: [['add']], argumentList: [] }, notServed('[object]')],
+        [{ type: 'APPLY', path: ['__proto__'], argumentList: [] }, notServed('__proto__')],
+        [{ type: 'GET', path: ['config', 'secret'] }, notServed('config.secret', notACall('GET'))],
+        [{ type: 'GET', path: [] }, notServed('', notACall('GET'))],
+        [{ type: 'SET', path: ['add', 'secret'], value: raw(1) }, notServed('add.secret', notACall('SET'))],
+        [{ type: 'SET', path: ['__proto__', 'polluted'], value: raw(1) }, notServed('__proto__.polluted', notACall('SET'))],
+        [{ type: 'ENDPOINT', path: ['add'] }, notServed('add', notACall('ENDPOINT'))],
+        [{ type: 'FETCH', path: ['add'] }, notServed('add', "comlink message of type 'FETCH' refused, only calls are served")],
+        [{ path: ['add'] }, notServed('add', 'comlink message without a type refused, only calls are served')],
+        [{ type: 'APPLY', path: ['add'], argumentList: 5 }, "a comlink call's argumentList must be an array, got number"],
+        ...[{ type: 'HANDLER', name: 'nope', value: 1 }, { type: 'HANDLER', name: 'throw', value: { isError: false, value: 1 } }, { type: 'HANDLER', name: 'proxy', value: {} }, null, 7].map(
+          (argument): [Record<string, unknown>, string] => [
+            { type: 'APPLY', path: ['add'], argumentList: [raw(1), argument] },
+            "argument 2 of a comlink call is not in comlink's wire form ({ type: 'RAW', value }, or { type: 'HANDLER', name, value } naming a transfer handler)",
+          ],
+        ),
+      ];
+      for (const [request, message] of requests) {
+        const error = refusalIn(await ask(port, request));
+        expect(error, JSON.stringify(request)).toBeInstanceOf(TypeError);
+        expect(error!.message).toBe(message);
+      }
+      // A call by hand is answered as comlink answers it, and the thread was not disturbed.
+      expect(await ask(port, { type: 'APPLY', path: ['add'], argumentList: [raw(2), raw(3)] })).toMatchObject({ type: 'RAW', value: 5 });
+      expect(await ask(port, { type: 'APPLY', path: ['inspect'] })).toMatchObject({ type: 'RAW', value: { ran: [], marker: null } });
+      expect(existsSync(file)).toBe(false);
+      expect(lt.isDead()).toBe(false);
+      // RELEASE is still comlink's to answer.
+      expect(await ask(port, { type: 'RELEASE' })).toMatchObject({ type: 'RAW', value: undefined });
+      port.close();
+      const again = Comlink.wrap<Guarded>(nodeEndpoint(lt.comlinkPort()));
+      expect(await again.add(1, 1)).toBe(2);
+      again[Comlink.releaseProxy]();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("serves a Comlink.proxy callback for calls only: the thread it was sent to cannot reach Function in the caller's thread", async () => {
+    const lt = await threads.startOutside(HOSTILE_CALLEE, { name: 'hostile' });
+    const marker = globalThis as { __hostileMarker?: unknown };
+    const code = "globalThis.__hostileMarker = 'pwned'; return 'ran'";
+    const answers = await run(
+      (function* () {
+        return yield* lt.call('probe', Comlink.proxy((x: number) => x + 1), code);
+      })(),
+    );
+    const refused = (kind: string, path: string): { refused: string } => ({
+      refused: `TypeError: a Comlink.proxy callback takes calls only: comlink ${kind} of '${path}' refused`,
+    });
+    expect(answers).toEqual({
+      call: { value: 21 },
+      construct: refused('CONSTRUCT', 'constructor'),
+      applyConstructor: refused('APPLY', 'constructor'),
+      get: refused('GET', 'constructor.name'),
+      set: refused('SET', 'polluted'),
+      endpoint: refused('ENDPOINT', ''),
+    });
+    expect(marker.__hostileMarker).toBeUndefined();
   });
 });
 

@@ -153,12 +153,25 @@ describe('StreamReader', () => {
   });
 
   it('readuntil past the limit raises LimitOverrunError and keeps the data buffered', async () => {
-    const seen = await withPeer(['0123456789abcdef', '|rest'], function* (reader) {
-      const notFound = (yield* raisedBy(() => reader.readuntil('|'))) as LimitOverrunError;
-      // The bytes are still there: the separator shows up once more data arrives and a larger read takes them.
-      const kept = text(yield* reader.readexactly(17));
-      return { name: notFound.name, message: notFound.message, consumed: notFound.consumed, kept };
-    }, { limit: 8 });
+    // The rest is sent only once the reader has failed (it says so): two writes a few ms apart could arrive as one.
+    const { server, port } = await nodeServer((socket) => {
+      socket.write('0123456789abcdef');
+      socket.once('data', () => socket.end('|rest'));
+    });
+    const seen = await run(
+      (function* () {
+        const [reader, writer] = yield* openConnection('127.0.0.1', port, { limit: 8 });
+        try {
+          const notFound = (yield* raisedBy(() => reader.readuntil('|'))) as LimitOverrunError;
+          writer.write(new TextEncoder().encode('go'));
+          // The bytes are still there: the separator shows up once more data arrives and a larger read takes them.
+          const kept = text(yield* reader.readexactly(17));
+          return { name: notFound.name, message: notFound.message, consumed: notFound.consumed, kept };
+        } finally {
+          writer.close();
+        }
+      })(),
+    ).finally(() => server.close());
     expect(seen.name).toBe('LimitOverrunError');
     expect(seen.message).toBe('Separator is not found, and chunk exceed the limit');
     expect(seen.consumed).toBe(16);
@@ -235,6 +248,284 @@ describe('StreamReader', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+type Piece = string | Uint8Array;
+
+/** What a read on a fed reader came to: its line or its error, and the bytes it left buffered. */
+interface Outcome {
+  line?: string;
+  error?: { name: string; message: string; consumed?: number };
+  left: string;
+}
+
+/**
+ * On a fresh loop, a reader of `limit` bytes fed `pieces`, all before `read` starts (`burst`) or
+ * one per loop iteration while it waits (each wakes it); what `read` returned or raised, and what
+ * was left buffered.
+ */
+async function afterPieces(pieces: Piece[], read: (reader: StreamReader) => Coroutine<Uint8Array>, options: { limit?: number; burst?: boolean } = {}): Promise<Outcome> {
+  return run(
+    (function* () {
+      const reader = new StreamReader(options.limit);
+      const feed = function* (): Coroutine<void> {
+        for (const piece of pieces) {
+          if (options.burst !== true) yield* sleep(0);
+          reader._feedData(typeof piece === 'string' ? bytes(piece) : piece);
+        }
+      };
+      const feeder = getRunningLoop().createTask(feed());
+      if (options.burst === true) yield* feeder;
+      let outcome: Outcome;
+      try {
+        outcome = { line: text(yield* read(reader)), left: '' };
+      } catch (error) {
+        const { name, message, consumed } = error as LimitOverrunError;
+        outcome = { error: consumed === undefined ? { name, message } : { name, message, consumed }, left: '' };
+      }
+      yield* feeder;
+      reader._feedEof();
+      outcome.left = text(yield* reader.read());
+      return outcome;
+    })(),
+  );
+}
+
+/** A seeded pseudo-random generator (mulberry32): the same numbers in every run. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The lines `data` splits into, found in the whole of it at once: each ends where the earliest-ending separator ends, the shorter on a tie. */
+function splitByFirstEnd(data: Buffer, separators: string[][]): { lines: string[]; partial: string } {
+  const lines: string[] = [];
+  let at = 0;
+  for (let call = 0; ; call++) {
+    let end = -1;
+    for (const separator of [...(separators[call % separators.length] as string[])].sort((a, b) => a.length - b.length)) {
+      const found = data.indexOf(separator, at);
+      if (found !== -1 && (end === -1 || found + separator.length < end)) end = found + separator.length;
+    }
+    if (end === -1) return { lines, partial: data.subarray(at).toString() };
+    lines.push(data.subarray(at, end).toString());
+    at = end;
+  }
+}
+
+describe('StreamReader.readuntil', () => {
+  it('finds a separator split across two and three chunks, and one that starts again right after a false start at an edge', async () => {
+    const cases: Array<[Piece[], string, string, string]> = [
+      [['xxAB', 'CDEyy'], 'ABCDE', 'xxABCDE', 'yy'],
+      [['xxA', 'BC', 'DEyy'], 'ABCDE', 'xxABCDE', 'yy'],
+      [['xxAB', 'C', 'D', 'Eyy'], 'ABCDE', 'xxABCDE', 'yy'],
+      [['xxABCAB', 'CDE'], 'ABCDE', 'xxABCABCDE', ''],
+      [['ABCDABCDABC', 'DABCDEz'], 'ABCDABCDE', 'ABCDABCDABCDABCDE', 'z'],
+      [['QWEaa', 'XYaa', 'a'], 'aaa', 'QWEaaXYaaa', ''],
+      [['QWEaa', 'XYa', 'aa'], 'aaa', 'QWEaaXYaaa', ''],
+      [['XXX', 'a', 'a', 'a'], 'aaa', 'XXXaaa', ''],
+      [['one\r', '\ntwo\r\n'], '\r\n', 'one\r\n', 'two\r\n'],
+    ];
+    for (const burst of [true, false]) {
+      for (const [pieces, separator, line, left] of cases) {
+        const outcome = await afterPieces(pieces, (reader) => reader.readuntil(separator), { burst });
+        expect({ pieces, burst, ...outcome }).toEqual({ pieces, burst, line, left });
+      }
+    }
+  });
+
+  it('splits random data in random pieces exactly as a search of the whole data does, one separator or several', async () => {
+    const random = seeded(20250611);
+    const separatorSets = [[['ab']], [['aab'], ['b']], [['abab']], [['bbba'], ['ab', 'bb'], ['a']], [['aaab', 'ab', 'abba']]];
+    for (const separators of separatorSets) {
+      for (const burst of [true, false]) {
+        const data = Buffer.from(Array.from({ length: 3000 }, () => (random() < 0.6 ? 0x61 : 0x62)));
+        const pieces: Buffer[] = [];
+        for (let at = 0; at < data.length; ) {
+          const size = 1 + Math.floor(random() * 9);
+          pieces.push(data.subarray(at, at + size));
+          at += size;
+        }
+        const seen = await run(
+          (function* () {
+            const reader = new StreamReader(1 << 20);
+            const feeder = getRunningLoop().createTask(
+              (function* () {
+                for (const piece of pieces) {
+                  if (!burst) yield* sleep(0);
+                  reader._feedData(piece);
+                }
+                reader._feedEof();
+              })(),
+            );
+            if (burst) yield* feeder;
+            const lines: string[] = [];
+            for (let call = 0; ; call++) {
+              const separator = separators[call % separators.length] as string[];
+              try {
+                lines.push(text(yield* reader.readuntil(separator.length === 1 ? (separator[0] as string) : separator)));
+              } catch (error) {
+                yield* feeder;
+                return { lines, partial: text((error as IncompleteReadError).partial) };
+              }
+            }
+          })(),
+        );
+        expect({ separators, burst, ...seen }).toEqual({ separators, burst, ...splitByFirstEnd(data, separators) });
+      }
+    }
+  });
+
+  it('searches and copies each byte a bounded number of times: 9 MiB in 4 KiB pieces, each waking the reader, through readuntil and readline', async () => {
+    const total = 9 << 20;
+    const size = 4 << 10;
+    const count = total / size;
+    const seen = await run(
+      (function* () {
+        const figures: Array<{ line: number; scanned: number; copied: number; visited: number }> = [];
+        for (const separator of ['\r\n', '\n']) {
+          const reader = new StreamReader(2 * total);
+          // '\r\n' split across the last two pieces; '\n' ending the last.
+          const piece = Buffer.alloc(size, 0x61);
+          const beforeLast = Buffer.alloc(size, 0x61);
+          const last = Buffer.alloc(size, 0x61);
+          if (separator === '\r\n') {
+            beforeLast[size - 1] = 0x0d;
+            last[0] = 0x0a;
+          } else last[size - 1] = 0x0a;
+          const feeder = getRunningLoop().createTask(
+            (function* () {
+              for (let i = 1; i <= count; i++) {
+                yield* sleep(0);
+                reader._feedData(i === count ? last : i === count - 1 ? beforeLast : piece);
+              }
+            })(),
+          );
+          const line = separator === '\n' ? yield* reader.readline() : yield* reader.readuntil(separator);
+          yield* feeder;
+          figures.push({ line: line.length, ...reader._searchStatistics() });
+        }
+        return figures;
+      })(),
+    );
+    const [crlf, lf] = seen as [(typeof seen)[number], (typeof seen)[number]];
+    expect(crlf.line).toBe(total - size + 1);
+    expect(lf.line).toBe(total);
+    // Linear: each byte searched about once and copied once (into the line); a few bytes more
+    // around each edge. Joining the buffer for each search instead copies about count² / 2 pieces.
+    for (const { scanned, copied, visited } of [crlf, lf]) {
+      expect(scanned).toBeLessThanOrEqual(total + 4 * count);
+      expect(copied).toBeLessThanOrEqual(total + 4 * count);
+      expect(visited).toBeLessThanOrEqual(3 * count);
+    }
+  });
+
+  it('steps through each chunk a bounded number of times: readline through a burst of 20,000 one-line chunks', async () => {
+    const count = 20_000;
+    const seen = await run(
+      (function* () {
+        const reader = new StreamReader();
+        for (let i = 0; i < count; i++) reader._feedData(bytes(`${i % 10}\n`));
+        let last = '';
+        for (let i = 0; i < count; i++) last = text(yield* reader.readline());
+        return { last, atEnd: reader.toString(), ...reader._searchStatistics() };
+      })(),
+    );
+    expect(seen.last).toBe('9\n');
+    expect(seen.atEnd).toBe('<StreamReader>');
+    // Each line's search starts at the front chunk, which holds it: walking to it from the back
+    // instead steps through every chunk still buffered, about count² / 2 steps.
+    expect(seen.visited).toBe(count);
+    expect(seen.scanned).toBe(2 * count);
+  });
+
+  it('counts LimitOverrunError.consumed from what arrived in each piece, and leaves the data buffered', async () => {
+    const notFound = 'Separator is not found, and chunk exceed the limit';
+    const found = 'Separator is found, but chunk is longer than limit';
+    const error = (message: string, consumed: number): Outcome['error'] => ({ name: 'LimitOverrunError', message, consumed });
+    // Each figure as CPython 3.13's asyncio gives it for the same pieces.
+    const cases: Array<[Piece[], number, boolean, Outcome]> = [
+      [['0123', '4567', '89ab', 'cdef'], 10, false, { error: error(notFound, 14), left: '0123456789abcdef' }],
+      [['0123', '4567', '89ab', 'cdef'], 10, true, { error: error(notFound, 14), left: '0123456789abcdef' }],
+      [['0123456789a', 'bcdefgh'], 10, false, { error: error(notFound, 16), left: '0123456789abcdefgh' }],
+      [['012345A', 'BC'], 5, false, { error: error(found, 6), left: '012345ABC' }],
+      [['012', '345A', 'B', 'Cz'], 5, false, { error: error(notFound, 6), left: '012345ABCz' }],
+      [['012', '345A', 'BCz'], 5, false, { error: error(found, 6), left: '012345ABCz' }],
+    ];
+    for (const [pieces, limit, burst, expected] of cases) {
+      const outcome = await afterPieces(pieces, (reader) => reader.readuntil('ABC'), { limit, burst });
+      expect({ pieces, ...outcome }).toEqual({ pieces, ...expected });
+    }
+  });
+
+  it('readline over the limit across pieces: RangeError, the buffered part of the line dropped (through its newline when found)', async () => {
+    const notFound = await afterPieces(['abc', 'def', 'gh\nnext\n'], (reader) => reader.readline(), { limit: 5 });
+    expect(notFound).toEqual({ error: { name: 'RangeError', message: 'Separator is not found, and chunk exceed the limit' }, left: 'gh\nnext\n' });
+    const found = await afterPieces(['abcd', 'ef\nnext\n'], (reader) => reader.readline(), { limit: 5 });
+    expect(found).toEqual({ error: { name: 'RangeError', message: 'Separator is found, but chunk is longer than limit' }, left: 'next\n' });
+  });
+
+  it('takes several separators: the line that ends first wins, the shorter separator on a tie (as asyncio 3.13)', async () => {
+    const seen = await run(
+      (function* () {
+        const reader = new StreamReader();
+        reader._feedData(bytes('line 1\nline 2\r'));
+        const first = text(yield* reader.readuntil(['\r', '\n']));
+        const second = text(yield* reader.readuntil([bytes('\r'), '\n']));
+        // 'BCDE' ends before 'DEF', although 'DEF' is shorter.
+        reader._feedData(bytes('ABCDEFG'));
+        const earliestEnd = text(yield* reader.readuntil(['DEF', 'BCDE']));
+        const left = text(yield* reader.read(100));
+        return { first, second, earliestEnd, left };
+      })(),
+    );
+    expect(seen).toEqual({ first: 'line 1\n', second: 'line 2\r', earliestEnd: 'ABCDE', left: 'FG' });
+    // Both end at the 'A': the shorter one matched, and it starts past the limit.
+    expect(await afterPieces(['some dataA'], (reader) => reader.readuntil(['A', 'ome dataA']), { limit: 3, burst: true })).toEqual({
+      error: { name: 'LimitOverrunError', message: 'Separator is found, but chunk is longer than limit', consumed: 9 },
+      left: 'some dataA',
+    });
+    // Room for the short separator but not the long one: the search starts at 0, not before it.
+    expect(await afterPieces(['data', 'Z', 'Aaaa'], (reader) => reader.readuntil(['A', 'long sep']))).toEqual({ line: 'dataZA', left: 'aaa' });
+    // '\r\n' split across pieces, '\n' also ends there: the tie goes to '\n', which starts past the limit.
+    expect(await afterPieces(['012', '3\r', '\nxy'], (reader) => reader.readuntil(['\r\n', '\n']), { limit: 4 })).toEqual({
+      error: { name: 'LimitOverrunError', message: 'Separator is found, but chunk is longer than limit', consumed: 5 },
+      left: '0123\r\nxy',
+    });
+    expect(await afterPieces(['0123', '456\r', '\nxy'], (reader) => reader.readuntil(['\r\n', '\n']), { limit: 8 })).toEqual({ line: '0123456\r\n', left: 'xy' });
+    // Not found: consumed leaves room for the longest separator.
+    expect(await afterPieces(['0123', '4567', '89'], (reader) => reader.readuntil(['X', 'XYZW']), { limit: 6 })).toEqual({
+      error: { name: 'LimitOverrunError', message: 'Separator is not found, and chunk exceed the limit', consumed: 7 },
+      left: '0123456789',
+    });
+  });
+
+  it('refuses an empty list of separators, an empty separator among them, and what is not bytes or a string', async () => {
+    const errors = await run(
+      (function* () {
+        const reader = new StreamReader();
+        reader._feedData(bytes('x\n'));
+        return [
+          (yield* raisedBy(() => reader.readuntil([]))) as Error,
+          (yield* raisedBy(() => reader.readuntil(['\n', '']))) as Error,
+          (yield* raisedBy(() => reader.readuntil(['\n', 10 as never]))) as Error,
+          (yield* raisedBy(() => reader.readuntil(10 as never))) as Error,
+        ].map((error) => `${error.name}: ${error.message}`);
+      })(),
+    );
+    expect(errors).toEqual([
+      'RangeError: Separator should contain at least one element',
+      'RangeError: Separator should be at least one-byte string',
+      'TypeError: readuntil() separator must be a string, a Uint8Array or an array of them, got 10',
+      'TypeError: readuntil() separator must be a string, a Uint8Array or an array of them, got 10',
+    ]);
   });
 });
 

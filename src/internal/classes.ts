@@ -61,3 +61,16 @@ export function classOf(value: object, stopAt: object | null = null): ClassEntry
 export function anyClassRegistered(): boolean {
   return byName.size > 0;
 }
+
+/**
+ * Copy `source`'s own enumerable properties onto `target`, as `Object.assign` does but for the
+ * key `__proto__`, which stays a key: received data chooses values, never a prototype.
+ */
+export function copyFields(target: object, source: object): void {
+  for (const key of Object.keys(source)) {
+    const value = (source as Record<string, unknown>)[key];
+    // Assigned, `__proto__` would be the setter of Object.prototype; defining is several times slower than assigning.
+    if (key === '__proto__') Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+    else (target as Record<string, unknown>)[key] = value;
+  }
+}

@@ -188,9 +188,9 @@ class Encoder {
       if (isError(value)) {
         if (depth < 0) continue;
         (encoded.errorKeys ??= []).push(key);
-        (encoded.props ??= {})[key] = this.encode(value, depth);
+        define((encoded.props ??= {}), key, this.encode(value, depth), true);
       } else {
-        (encoded.props ??= {})[key] = cloneable(value);
+        define((encoded.props ??= {}), key, cloneable(value), true);
       }
     }
   }
@@ -201,11 +201,13 @@ class Decoder {
   readonly #made: Error[] = [];
 
   decode(encoded: EncodedError): unknown {
+    if (typeof encoded !== 'object' || encoded === null) return encoded;
     switch (encoded.kind) {
       case 'value':
         return encoded.value;
       case 'ref':
-        return this.#made[encoded.index];
+        // An index from the wire: one of the errors made so far, never a property of the array (`constructor`...).
+        return Number.isInteger(encoded.index) && encoded.index >= 0 ? this.#made[encoded.index] : undefined;
       case 'error':
         return this.#decodeError(encoded);
       default:
@@ -225,11 +227,12 @@ class Decoder {
     else define(error, 'stack', encoded.stack, false);
     if (encoded.cause !== undefined) define(error, 'cause', this.decode(encoded.cause), false);
     if (error instanceof AggregateError) {
-      const members = (encoded.errors ?? []).map((member) => this.decode(member));
+      const members = (Array.isArray(encoded.errors) ? encoded.errors : []).map((member) => this.decode(member));
       define(error, 'errors', members, false);
       if (error instanceof ExceptionGroup) define(error, 'exceptions', Object.freeze([...members]), true);
     }
-    const errorKeys = encoded.errorKeys ?? [];
+    const errorKeys = Array.isArray(encoded.errorKeys) ? encoded.errorKeys : [];
+    // Defined, not assigned: a key `__proto__` stays a property, it does not choose the prototype.
     for (const key of Object.keys(props)) {
       const value = errorKeys.includes(key) ? this.decode(props[key] as EncodedError) : props[key];
       define(error, key, value, true);

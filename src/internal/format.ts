@@ -55,3 +55,22 @@ function quote(text: string): string {
   const cut = text.length > MAX_STRING ? `${text.slice(0, MAX_STRING - 3)}...` : text;
   return `'${cut.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n')}'`;
 }
+
+/** Control characters, and the invisible ones that reorder or break lines on a terminal. */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` safe to print on a terminal: control characters (escape sequences that retitle the
+ * window, clear the screen or write the clipboard; newlines that forge lines) and bidirectional
+ * overrides shown as escapes (`\n`, `\x1b`, `\u202e`) instead of acting.
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (char) => {
+    if (char === '\n') return '\\n';
+    if (char === '\r') return '\\r';
+    if (char === '\t') return '\\t';
+    const code = char.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}

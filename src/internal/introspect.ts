@@ -53,6 +53,33 @@ export function threadOfId(id: number): number {
  */
 export const heartbeat = new Float64Array(new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT));
 
+/** The heartbeats of the threads this one knows (the thread that started it, those it started), by thread id. */
+const neighbours = new Map<number, { readonly name: string; readonly beat: Float64Array }>();
+
+/** Remember thread `id`'s name and heartbeat (a LoopThread started here, or the thread that started this one). */
+export function rememberThread(id: number, name: string, beat: Float64Array): void {
+  neighbours.set(id, { name, beat });
+}
+
+/** Forget thread `id` (it ended). */
+export function forgetThread(id: number): void {
+  neighbours.delete(id);
+}
+
+/** A thread known here, as a snapshot names it: `since` is its heartbeat (epoch ms its busy stretch began; 0: idle or unknown). */
+export interface KnownThread {
+  readonly threadId: number;
+  readonly threadName: string;
+  readonly since: number;
+}
+
+/** The threads this one knows, with what their heartbeats say now. */
+export function knownThreads(): KnownThread[] {
+  const known: KnownThread[] = [];
+  for (const [id, { name, beat }] of neighbours) known.push({ threadId: id, threadName: name, since: beat[0] as number });
+  return known;
+}
+
 /** `performance.timeOrigin`, read once (a getter): heartbeats add it to `performance.now()` to make epoch ms. */
 export const TIME_ORIGIN = performance.timeOrigin;
 

@@ -79,6 +79,8 @@ export interface LoopThreadData {
   parent: LinkPorts | null;
   /** The names of the functions the parent exposed to the thread. */
   exposed: string[];
+  /** The starting thread: its id, name and heartbeat, which the thread names when asked for a snapshot from outside. */
+  starter: { threadId: number; name: string; heartbeat: Float64Array };
 }
 
 /** Worker to parent: the module is loaded and the loop runs; `exports` are its callable names. */

@@ -316,9 +316,8 @@ export function snapshotThisThread(): ThreadSnapshot {
   return { threadId, threadName, responsive: true, blockedFor: null, health: threadHealth(), loops, tasks, callsOut, callsIn };
 }
 
-/** The part of a thread that did not answer in time: what its heartbeat says. */
-export function unresponsiveThread(id: number, name: string, beat: Float64Array | null): ThreadSnapshot {
-  const since = beat === null ? 0 : (beat[0] as number);
+/** The part of a thread that did not answer in time: what its heartbeat says (`since`: when its busy stretch began, epoch ms; 0 unknown). */
+export function unresponsiveThread(id: number, name: string, since: number): ThreadSnapshot {
   return {
     threadId: id,
     threadName: name,

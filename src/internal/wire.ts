@@ -10,7 +10,7 @@
  * registered and has methods would arrive crippled, far from here: it is refused with a
  * TypeError that names the class.
  */
-import { classNamed, classOf, anyClassRegistered, type ClassEntry } from './classes.js';
+import { classNamed, classOf, anyClassRegistered, copyFields, type ClassEntry } from './classes.js';
 import { decodeError, encodeError, type EncodedError } from './errors.js';
 import { isNativeError } from 'node:util/types';
 
@@ -266,7 +266,8 @@ class Decoder {
   }
 
   #instance(record: Record<string, unknown>): object {
-    const name = record.name as string;
+    const { name } = record;
+    if (typeof name !== 'string') throw new TypeError(`an instance of a registered class arrived without the name of its class (got ${typeof name})`);
     const entry: ClassEntry | undefined = classNamed(name);
     if (entry === undefined) {
       throw new TypeError(
@@ -282,8 +283,11 @@ class Decoder {
     // Made before its fields, so that a field pointing back at it finds it.
     const instance = Object.create(entry.cls.prototype as object) as Record<string, unknown>;
     this.#made.set(record, instance);
-    const data = this.decode(record.data) as Record<string, unknown>;
-    for (const key of Object.keys(data)) instance[key] = data[key];
+    const data = this.decode(record.data);
+    if (typeof data !== 'object' || data === null) {
+      throw new TypeError(`an instance of class '${name}' arrived with ${data === null ? 'null' : typeof data} for its fields, not an object`);
+    }
+    copyFields(instance, data);
     return instance;
   }
 }
