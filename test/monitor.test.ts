@@ -257,40 +257,41 @@ describe('startMonitor: what it costs', () => {
 
   it("reads its own thread's tasks a slice at a time: the app's loop runs between slices, and the rows are those read in one go", async () => {
     const seen = await run(
-      (function* main(): Coroutine<{ whole: unknown[]; sliced: unknown[]; spinsWhole: number; spinsSliced: number }> {
+      (function* main(): Coroutine<{ whole: unknown[]; sliced: unknown[]; markersWhole: string[]; markersSliced: string[] }> {
         const loop = getRunningLoop();
+        // Two markers at either end of the loop's tasks, renamed at every turn of a spinning task.
+        const markers = [loop.createTask(parked(), { name: 'marker' })];
         const tasks = Array.from({ length: 50 }, (_, i) => loop.createTask(parked(), { name: `parked-${i}` }));
-        let spins = 0;
+        markers.push(loop.createTask(parked(), { name: 'marker' }));
         let spinning = true;
         const spinner = loop.createTask(
-          (function* spinning_(): Coroutine<void> {
-            while (spinning) {
-              spins++;
+          (function* renaming(): Coroutine<void> {
+            for (let spins = 0; spinning; spins++) {
+              for (const marker of markers) marker.setName(`marker-${spins}`);
               yield;
             }
           })(),
         );
         yield* sleep(0.01);
-        // Rows without the spinner's (it runs or not as the loop goes) and without how long each waited (read at two moments).
+        // Rows without how long each waited (read at two moments).
         const comparable = (rows: ReadonlyArray<{ name: string; waitingFor: number }>): unknown[] =>
           rows.filter((row) => row.name.startsWith('parked-')).map(({ waitingFor: _waited, ...rest }) => rest);
-        let started = spins;
-        const whole = yield* ensureFuture(Promise.resolve(snapshotThisThread()));
-        const spinsWhole = spins - started;
-        started = spins;
+        const markersOf = (rows: ReadonlyArray<{ name: string }>): string[] => rows.filter((row) => row.name.startsWith('marker-')).map((row) => row.name);
+        const whole = snapshotThisThread();
         const sliced = yield* ensureFuture(snapshotThisThreadInSlices(1));
-        const spinsSliced = spins - started;
         spinning = false;
         yield* spinner;
-        for (const task of tasks) task.cancel();
-        return { whole: comparable(whole.tasks), sliced: comparable(sliced.tasks), spinsWhole, spinsSliced };
+        for (const task of [...tasks, ...markers]) task.cancel();
+        return { whole: comparable(whole.tasks), sliced: comparable(sliced.tasks), markersWhole: markersOf(whole.tasks), markersSliced: markersOf(sliced.tasks) };
       })(),
     );
     expect(seen.sliced).toHaveLength(50);
     expect(seen.sliced).toEqual(seen.whole);
-    // One row per turn: the spinner ran between each two of the 50 rows; read in one go, only while the answer came back.
-    expect(seen.spinsSliced).toBeGreaterThanOrEqual(40);
-    expect(seen.spinsWhole).toBeLessThan(40);
+    // Read in one go, both markers bear one name; a row per turn, the spinner renamed them between the first row and the last.
+    expect(seen.markersWhole).toHaveLength(2);
+    expect(new Set(seen.markersWhole).size).toBe(1);
+    expect(seen.markersSliced).toHaveLength(2);
+    expect(new Set(seen.markersSliced).size).toBe(2);
   });
 
   it('takes at most one snapshot per minInterval: other connections get the last one, a connection that has it waits for the next', async () => {
