@@ -10,6 +10,7 @@ import { bullmqWorkloads } from './bullmq.js';
 import { executorWorkloads } from './executor.js';
 import { healthWorkloads } from './health.js';
 import { ioWorkloads } from './io.js';
+import { monitorWorkloads } from './monitor.js';
 import { threadWorkloads } from './threads.js';
 import { toolkitWorkloads } from './toolkit.js';
 import { renderTable, type Row } from './harness.js';
@@ -27,6 +28,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['io', ioWorkloads],
   ['bullmq', bullmqWorkloads],
   ['health', healthWorkloads],
+  ['monitor', monitorWorkloads],
 ];
 
 const header = `multiloop bench — Node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), medians of several runs`;

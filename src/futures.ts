@@ -93,6 +93,9 @@ export function _reportUnretrieved(loop: EventLoop): void {
   }
 }
 
+/** What a plain future waits for, shared: snapshots ask every parked task's future. */
+const AWAITS_NOTHING: ReadonlyArray<Future<unknown>> = Object.freeze([]);
+
 /**
  * The eventual result of an operation, bound to one loop (asyncio.Future).
  *
@@ -356,7 +359,7 @@ export class Future<T = unknown> implements PromiseLike<T> {
 
   /** @internal The futures this one waits for (a gather's children), for snapshots; none for a plain future. */
   _awaits(): ReadonlyArray<Future<unknown>> {
-    return [];
+    return AWAITS_NOTHING;
   }
 
   /** @internal 'Future' or 'Task', for reports. */
@@ -445,6 +448,18 @@ export class Future<T = unknown> implements PromiseLike<T> {
     const entries: Array<[Entry, Context | VarMap]> = [];
     for (let i = 0; i < cb.length; i += 2) entries.push([cb[i] as Entry, cb[i + 1] as Context | VarMap]);
     return entries;
+  }
+
+  /** @internal How many done-callback entries there are; `_entryAt` reads them without copying them (snapshots read every task's). */
+  _entryCount(): number {
+    const cb = this._cb;
+    return cb === null ? 0 : Array.isArray(cb) ? cb.length >> 1 : 1;
+  }
+
+  /** @internal The callback (or waiting Task or gather) of entry `index`, 0 ≤ index < `_entryCount()`. */
+  _entryAt(index: number): Entry {
+    const cb = this._cb;
+    return (Array.isArray(cb) ? cb[index * 2] : cb) as Entry;
   }
 
   /** @internal */

@@ -136,4 +136,4 @@ export {
   type RemoteTaskRef,
 } from './graph.js';
 export { ps, pstree, type SnapshotOptions, type TaskInfo } from './ps.js';
-export { startMonitor, type Monitor, type MonitorOptions } from './monitor.js';
+export { startMonitor, type Monitor, type MonitorOptions, type MonitorStatistics } from './monitor.js';

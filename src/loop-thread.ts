@@ -41,32 +41,33 @@ const startedHere = new Set<LoopThread>();
 const NESTED_DEADLINE = 0.8;
 
 /**
- * This thread's part of a snapshot and that of every LoopThread under it, each asked with
- * `timeout` ms to answer; one that does not answer is listed as unresponsive.
+ * This thread's part of a snapshot (read by `here`) and that of every LoopThread under it, each
+ * asked with `timeout` ms to answer; one that does not answer is listed as unresponsive.
  *
  * @internal
  */
-export async function _snapshotFromHere(timeout: number): Promise<ThreadSnapshot[]> {
-  const here = snapshotThisThread();
+export async function _snapshotFromHere(timeout: number, here: () => ThreadSnapshot | Promise<ThreadSnapshot> = snapshotThisThread): Promise<ThreadSnapshot[]> {
+  const mine = here();
   const below = await Promise.all([...startedHere].map((thread) => thread._snapshot(timeout)));
-  return [here, ...below.flat()];
+  return [await mine, ...below.flat()];
 }
 
 /**
  * A snapshot of every thread of the process: taken from the main thread, which a LoopThread
- * asks through the threads that started it.
+ * asks through the threads that started it; `here` reads this thread's part when it is taken
+ * from here.
  *
  * @internal
  */
-export function _snapshotProcess(timeout: number): Promise<ThreadSnapshot[]> {
-  if (isMainThread || parentPort === null || hostedHere === null) return _snapshotFromHere(timeout);
+export function _snapshotProcess(timeout: number, here?: () => ThreadSnapshot | Promise<ThreadSnapshot>): Promise<ThreadSnapshot[]> {
+  if (isMainThread || parentPort === null || hostedHere === null) return _snapshotFromHere(timeout, here);
   const { port1, port2 } = new MessageChannel();
   const message: FromWorker = { type: 'ps', port: port2, timeout };
   return new Promise<ThreadSnapshot[]>((resolve) => {
     // The parent may be too busy to answer: then this thread's part (and those below) is what is known.
     const timer = setTimeout(() => {
       port1.close();
-      void _snapshotFromHere(timeout * NESTED_DEADLINE).then(resolve);
+      void _snapshotFromHere(timeout * NESTED_DEADLINE, here).then(resolve);
     }, timeout * 2);
     port1.once('message', (answer: ThreadSnapshot[]) => {
       clearTimeout(timer);

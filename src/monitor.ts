@@ -1,13 +1,19 @@
 /**
  * The live monitor: a small read-only web page (and its JSON) showing every thread's loop health
  * and the task tree across threads, refreshing itself. Served by `node:http` from the thread
- * that starts it, on loopback unless told otherwise; every answer is a fresh snapshot
- * (see ps.ts). It never keeps the process alive by itself: it watches an app, it is not one.
+ * that starts it, on loopback unless told otherwise. It answers only requests addressed to it by
+ * a name it knows (the `Host` header: a page of another site that rebinds its DNS name to this
+ * address is refused), and only to the monitor's own page (a fetch from a page of another origin
+ * is refused). However many clients ask, it takes at most one snapshot at a time and at most one
+ * per `minInterval`, serialised once and shared. It never keeps the process alive by itself: it
+ * watches an app, it is not one.
  */
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { repr } from './internal/format.js';
-import { formatTree, snapshot } from './ps.js';
+import { acceptedHosts, asHostName, parseHost, refusal, type Accepted } from './internal/monitor-guard.js';
+import { Snapshots, send, takesGzip } from './internal/monitor-snapshots.js';
 
 /** Options of `startMonitor`. */
 export interface MonitorOptions {
@@ -15,6 +21,32 @@ export interface MonitorOptions {
   port: number;
   /** The address to listen on (default `'127.0.0.1'`: loopback only). */
   host?: string;
+  /**
+   * Further names the monitor answers to, as `Host` headers carry them: `'name'` (any port) or
+   * `'name:port'`, e.g. `['monitor.internal', '10.0.0.5:8123']` behind a proxy or on another
+   * interface. Without them it answers only to the address it listens on (and to `localhost`,
+   * `127.0.0.1` and `[::1]` with its port when that is loopback or every interface).
+   */
+  allowedHosts?: string[];
+  /**
+   * The least time between two snapshots, in seconds (default 1, the page's refresh): a request
+   * within it of the last snapshot gets that one, except on a connection that was sent that one
+   * already, which waits for the next. Requests while a snapshot is being taken wait for it,
+   * whatever this is.
+   */
+  minInterval?: number;
+  /** How long each thread has to answer a snapshot, in seconds (default 0.5); one that does not is listed as unresponsive. */
+  timeout?: number;
+}
+
+/** What a monitor has done since it started (Trio-style `statistics()`). */
+export interface MonitorStatistics {
+  /** Requests received. */
+  readonly requests: number;
+  /** Requests refused: addressed to a name the monitor does not answer to, or sent by a page of another origin. */
+  readonly refused: number;
+  /** Snapshots taken (each shared by the requests made while it was taken and within `minInterval` after). */
+  readonly snapshots: number;
 }
 
 /** A running monitor: a read-only live page (and JSON) of every thread's loop health and task tree. */
@@ -23,12 +55,19 @@ export interface Monitor {
   readonly url: string;
   /** The port it listens on. */
   readonly port: number;
+  /** Report the requests received and refused, and the snapshots taken. */
+  statistics(): MonitorStatistics;
   /** Stop serving. */
   close(): Promise<void>;
 }
 
-/** How long each thread has to answer the page's snapshot, in seconds. */
+/** How long each thread has to answer the page's snapshot, in seconds, by default. */
 const SNAPSHOT_TIMEOUT = 0.5;
+
+/** The least time between two snapshots, in seconds, by default: the page refreshes once a second. */
+const MIN_INTERVAL = 1;
+
+const TEXT = 'text/plain; charset=utf-8';
 
 /**
  * Serve the live monitor page: every thread's loop lag, utilisation, iterations, ready queue,
@@ -36,20 +75,99 @@ const SNAPSHOT_TIMEOUT = 0.5;
  * page, `GET /snapshot.json` its data, `GET /pstree.txt` the tree as `pstree()` prints it;
  * nothing else is served and nothing can be changed through it.
  *
+ * Who can reach it: it listens on loopback unless `host` says otherwise, and answers only
+ * requests whose `Host` header names it — the address it listens on with its port (`localhost`,
+ * `127.0.0.1` and `[::1]` too when that is loopback or every interface), or one of
+ * `allowedHosts`; others get `421` and one line of text. A browser's request that a page of
+ * another origin makes (`Origin`, `Sec-Fetch-Site`) gets `403`. The page itself forbids framing.
+ *
+ * What it costs the app: a snapshot reads every task of every loop of each thread — the
+ * monitor's own thread a thousand tasks per turn of its event loop (when it is the main thread:
+ * its rows are then not all of one moment, unlike `ps()`'s), the others in one go each; the
+ * monitor takes at most one at a time (requests meanwhile wait for it) and at most one per
+ * `minInterval` seconds (default 1: requests within it of the last snapshot get that one; a
+ * connection asking again for the one it has waits for the next), and serialises it once for
+ * every client — a thousand tasks per turn of the event loop, gzipped once for the clients
+ * that take gzip — so that clients refreshing as fast as they can cost the app about one
+ * snapshot a second. `statistics()` counts the snapshots taken.
+ *
  * @example
  * ```ts
  * const monitor = await startMonitor({ port: 0 });
  * console.log(`watch it at ${monitor.url}`);
+ * // Behind a proxy that forwards `Host: monitor.internal`:
+ * const proxied = await startMonitor({ port: 8123, allowedHosts: ['monitor.internal'] });
  * // ...
  * await monitor.close();
+ * await proxied.close();
  * ```
  */
 export async function startMonitor(options: MonitorOptions): Promise<Monitor> {
   if (options === null || typeof options !== 'object') throw new TypeError(`startMonitor() options must be an object, got ${repr(options)}`);
-  const { port, host = '127.0.0.1' } = options;
+  const { port, host = '127.0.0.1', allowedHosts = [], minInterval = MIN_INTERVAL, timeout = SNAPSHOT_TIMEOUT } = options;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`startMonitor() port must be an integer from 0 to 65535, got ${repr(port)}`);
   if (typeof host !== 'string' || host === '') throw new TypeError(`startMonitor() host must be a non-empty string, got ${repr(host)}`);
-  const server = createServer((request, response) => void serve(request, response));
+  if (!Array.isArray(allowedHosts)) throw new TypeError(`startMonitor() allowedHosts must be an array of host names ('name' or 'name:port'), got ${repr(allowedHosts)}`);
+  const allowed = allowedHosts.map((entry: unknown, i) => {
+    const parsed = typeof entry === 'string' ? parseHost(entry) : null;
+    if (parsed === null) throw new TypeError(`startMonitor() allowedHosts[${i}] must be a host name, or a host name and port ('name' or 'name:port'), got ${repr(entry)}`);
+    return parsed;
+  });
+  if (typeof minInterval !== 'number' || !(minInterval >= 0) || !Number.isFinite(minInterval)) {
+    throw new RangeError(`startMonitor() minInterval must be a number of seconds, 0 or more, got ${repr(minInterval)}`);
+  }
+  if (typeof timeout !== 'number' || !(timeout > 0) || !Number.isFinite(timeout)) {
+    throw new RangeError(`startMonitor() timeout must be a positive number of seconds, got ${repr(timeout)}`);
+  }
+  const snapshots = new Snapshots(minInterval, timeout);
+  let requests = 0;
+  let refused = 0;
+  let accepted: Accepted | null = null;
+
+  const serve = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    requests++;
+    response.setHeader('Cache-Control', 'no-store');
+    response.setHeader('X-Content-Type-Options', 'nosniff');
+    const refuse = refusal(request, accepted!);
+    if (refuse !== null) {
+      refused++;
+      response.writeHead(refuse[0], { 'Content-Type': TEXT, Connection: 'close' }).end(`${refuse[1]}\n`);
+      return;
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      response.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': TEXT }).end('read-only: GET only\n');
+      return;
+    }
+    let path: string;
+    try {
+      path = new URL(request.url ?? '/', 'http://monitor').pathname;
+    } catch {
+      response.writeHead(400, { 'Content-Type': TEXT }).end('bad request: the path is no URL\n');
+      return;
+    }
+    try {
+      if (path === '/') {
+        response.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': PAGE_POLICY, 'X-Frame-Options': 'DENY' }).end(PAGE);
+      } else if (path === '/snapshot.json') {
+        const served = await snapshots.forConnection(request.socket, 'json');
+        const headers = { 'Content-Type': 'application/json; charset=utf-8', Vary: 'Accept-Encoding' };
+        if (takesGzip(request)) send(response, 200, { ...headers, 'Content-Encoding': 'gzip' }, await snapshots.gzip(served));
+        else send(response, 200, headers, served.json);
+      } else if (path === '/pstree.txt') {
+        const served = await snapshots.forConnection(request.socket, 'tree');
+        send(response, 200, { 'Content-Type': TEXT }, await snapshots.tree(served));
+      } else {
+        response.writeHead(404, { 'Content-Type': TEXT }).end('not found: / /snapshot.json /pstree.txt\n');
+      }
+    } catch (error) {
+      if (!response.headersSent) send(response, 500, { 'Content-Type': TEXT }, Buffer.from(`snapshot failed: ${String(error)}\n`));
+    }
+  };
+
+  const server = createServer((request, response) => {
+    // Nothing a client sends may end the app (an unhandled rejection would): what escapes ends that answer only.
+    serve(request, response).catch(() => response.destroy());
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -59,13 +177,15 @@ export async function startMonitor(options: MonitorOptions): Promise<Monitor> {
   });
   server.unref();
   const address = server.address() as AddressInfo;
-  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  accepted = acceptedHosts(address, host, allowed);
   let closing: Promise<void> | null = null;
   return {
-    url: `http://${shown}:${address.port}/`,
+    url: `http://${asHostName(address.address)}:${address.port}/`,
     port: address.port,
+    statistics: (): MonitorStatistics => ({ requests, refused, snapshots: snapshots.taken }),
     close(): Promise<void> {
       closing ??= new Promise<void>((resolve) => {
+        snapshots.close();
         server.close(() => resolve());
         server.closeAllConnections();
       });
@@ -74,64 +194,8 @@ export async function startMonitor(options: MonitorOptions): Promise<Monitor> {
   };
 }
 
-async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
-  response.setHeader('Cache-Control', 'no-store');
-  response.setHeader('X-Content-Type-Options', 'nosniff');
-  if (request.method !== 'GET' && request.method !== 'HEAD') {
-    response.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' }).end('read-only: GET only\n');
-    return;
-  }
-  const path = new URL(request.url ?? '/', 'http://monitor').pathname;
-  try {
-    if (path === '/') {
-      response.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(PAGE);
-    } else if (path === '/snapshot.json') {
-      const snap = await snapshot({ timeout: SNAPSHOT_TIMEOUT });
-      response.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' }).end(JSON.stringify(snap));
-    } else if (path === '/pstree.txt') {
-      const snap = await snapshot({ timeout: SNAPSHOT_TIMEOUT });
-      response.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`${formatTree(snap)}\n`);
-    } else {
-      response.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found: / /snapshot.json /pstree.txt\n');
-    }
-  } catch (error) {
-    response.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`snapshot failed: ${String(error)}\n`);
-  }
-}
-
-/** The page: a table of threads and a tree of tasks, both redrawn from /snapshot.json every second. */
-const PAGE = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>multiloop monitor</title>
-<style>
-  body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d1d1f; }
-  h1 { font-size: 1.2rem; margin: 0 0 .2rem; }
-  #status { color: #666; margin-bottom: 1rem; }
-  table { border-collapse: collapse; margin-bottom: 1.5rem; }
-  th, td { padding: .25rem .6rem; border-bottom: 1px solid #ddd; text-align: right; }
-  th:first-child, td:first-child { text-align: left; }
-  tr.unresponsive td { background: #fde8e8; }
-  ul.tree, ul.tree ul { list-style: none; padding-left: 1.2rem; margin: 0; }
-  ul.tree { padding-left: 0; }
-  li { margin: .15rem 0; }
-  .name { font-weight: 600; }
-  .meta { color: #555; }
-  .leaf { color: #6b4e00; }
-  code { font-size: 13px; }
-</style>
-</head>
-<body>
-<h1>multiloop monitor</h1>
-<div id="status">loading…</div>
-<table id="threads">
-  <thead><tr><th>thread</th><th>state</th><th>lag p50</th><th>lag p99</th><th>lag max</th><th>busy</th><th>iterations/s</th><th>ready</th><th>timers</th><th>tasks</th></tr></thead>
-  <tbody></tbody>
-</table>
-<h2 style="font-size:1rem">Tasks, by who awaits whom</h2>
-<ul class="tree" id="tasks"></ul>
-<script>
+/** The page's script: it redraws the threads and the tree of tasks from /snapshot.json every second. */
+const SCRIPT = `
 'use strict';
 const previous = new Map();
 function ms(seconds) { return seconds == null ? '—' : (seconds * 1000).toFixed(seconds < 0.01 ? 2 : 1) + ' ms'; }
@@ -206,7 +270,55 @@ async function refresh() {
   setTimeout(refresh, 1000);
 }
 refresh();
-</script>
+`;
+
+/**
+ * What the page may do: run its own script (by hash), fetch from its own origin, and nothing
+ * else; no other page may frame it.
+ */
+const PAGE_POLICY = [
+  "default-src 'none'",
+  `script-src 'sha256-${createHash('sha256').update(SCRIPT).digest('base64')}'`,
+  "style-src 'unsafe-inline'",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+
+/** The page: a table of threads and a tree of tasks, both redrawn from /snapshot.json every second. */
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>multiloop monitor</title>
+<style>
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d1d1f; }
+  h1 { font-size: 1.2rem; margin: 0 0 .2rem; }
+  #status { color: #666; margin-bottom: 1rem; }
+  table { border-collapse: collapse; margin-bottom: 1.5rem; }
+  th, td { padding: .25rem .6rem; border-bottom: 1px solid #ddd; text-align: right; }
+  th:first-child, td:first-child { text-align: left; }
+  tr.unresponsive td { background: #fde8e8; }
+  ul.tree, ul.tree ul { list-style: none; padding-left: 1.2rem; margin: 0; }
+  ul.tree { padding-left: 0; }
+  li { margin: .15rem 0; }
+  .name { font-weight: 600; }
+  .meta { color: #555; }
+  .leaf { color: #6b4e00; }
+  code { font-size: 13px; }
+</style>
+</head>
+<body>
+<h1>multiloop monitor</h1>
+<div id="status">loading…</div>
+<table id="threads">
+  <thead><tr><th>thread</th><th>state</th><th>lag p50</th><th>lag p99</th><th>lag max</th><th>busy</th><th>iterations/s</th><th>ready</th><th>timers</th><th>tasks</th></tr></thead>
+  <tbody></tbody>
+</table>
+<h2 style="font-size:1rem">Tasks, by who awaits whom</h2>
+<ul class="tree" id="tasks"></ul>
+<script>${SCRIPT}</script>
 </body>
 </html>
 `;

@@ -8,6 +8,7 @@
 import type { ThreadHealth } from './internal/introspect.js';
 import { printable, repr } from './internal/format.js';
 import type { LoopRow, TaskRow, ThreadSnapshot } from './internal/snapshot.js';
+import { snapshotThisThreadInSlices } from './internal/snapshot-slices.js';
 import { _snapshotProcess } from './loop-thread.js';
 
 /** One task in a `ps()` snapshot. */
@@ -83,6 +84,15 @@ export async function snapshot(options?: SnapshotOptions): Promise<ProcessSnapsh
 }
 
 /**
+ * @internal The live monitor's snapshot: as `snapshot()`'s, except that when it is taken from
+ * this thread, this thread's task rows are read a thousand per turn of its event loop (see
+ * internal/snapshot-slices.ts); `timeout` in seconds.
+ */
+export async function _snapshotInSlices(timeout: number): Promise<ProcessSnapshot> {
+  return join(await _snapshotProcess(timeout * 1000, snapshotThisThreadInSlices));
+}
+
+/**
  * Join the threads' parts: a task serving a call is awaited by the tasks awaiting that call in the caller's thread.
  *
  * @internal
@@ -90,8 +100,6 @@ export async function snapshot(options?: SnapshotOptions): Promise<ProcessSnapsh
 export function join(parts: ThreadSnapshot[]): ProcessSnapshot {
   const callers = new Map<string, number[]>();
   for (const part of parts) for (const call of part.callsOut) callers.set(`${call.linkId}/${call.callId}`, call.awaitedBy);
-  const byId = new Map<number, TaskRow>();
-  for (const part of parts) for (const task of part.tasks) byId.set(task.taskId, task);
   const tasks: TaskRow[] = [];
   for (const part of parts) {
     const served = new Map<number, number[]>();
@@ -99,11 +107,20 @@ export function join(parts: ThreadSnapshot[]): ProcessSnapshot {
       if (call.taskId === null) continue;
       // The caller's thread says who awaits the call; if it could not answer, the task that made it.
       const awaiting = callers.get(`${call.linkId}/${call.callId}`) ?? (call.callerTaskId === null ? [] : [call.callerTaskId]);
-      served.set(call.taskId, [...(served.get(call.taskId) ?? []), ...awaiting]);
+      const list = served.get(call.taskId);
+      if (list === undefined) served.set(call.taskId, awaiting.slice());
+      else for (const id of awaiting) list.push(id);
     }
     for (const task of part.tasks) {
       const remote = served.get(task.taskId);
-      tasks.push(remote === undefined ? task : { ...task, awaitedBy: [...task.awaitedBy, ...remote.filter((id) => !task.awaitedBy.includes(id))] });
+      if (remote === undefined) {
+        tasks.push(task);
+        continue;
+      }
+      const local = new Set(task.awaitedBy);
+      const awaitedBy = task.awaitedBy.slice();
+      for (const id of remote) if (!local.has(id)) awaitedBy.push(id);
+      tasks.push({ ...task, awaitedBy });
     }
   }
   // Calls whose far side runs no task (a plain function's Promise): a leaf of the tasks awaiting them.
@@ -113,7 +130,11 @@ export function join(parts: ThreadSnapshot[]): ProcessSnapshot {
   for (const part of parts) {
     for (const call of part.callsOut) {
       if (servedByTask.has(`${call.linkId}/${call.callId}`)) continue;
-      for (const id of call.awaitedBy) withLeaves.set(id, [...(withLeaves.get(id) ?? []), call.description]);
+      for (const id of call.awaitedBy) {
+        const leaves = withLeaves.get(id);
+        if (leaves === undefined) withLeaves.set(id, [call.description]);
+        else leaves.push(call.description);
+      }
     }
   }
   const joined = tasks.map((task) => {
@@ -203,14 +224,37 @@ function leafKind(leaf: string): string {
 
 /** The snapshot as text: the threads, then the forest of tasks by who awaits whom. */
 export function formatTree(snap: ProcessSnapshot): string {
+  const drawing = _treeInTurns(snap);
+  for (;;) {
+    const step = drawing.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/** Lines drawn between two pauses of `_treeInTurns`. */
+const LINES_PER_TURN = 2000;
+
+/**
+ * @internal formatTree's text, drawn a top-level task at a time: it pauses (yields) once some
+ * two thousand lines are drawn, between two top-level tasks, so that the monitor can draw a big
+ * tree a turn of the event loop at a time; returns the text.
+ */
+export function* _treeInTurns(snap: ProcessSnapshot): Generator<void, string, void> {
   const lines = snap.threads.map(threadLine);
   const children = new Map<number, TaskRow[]>();
-  const known = new Set(snap.tasks.map((task) => task.taskId));
+  const known = new Set<number>();
+  for (const task of snap.tasks) known.add(task.taskId);
   const roots: TaskRow[] = [];
   for (const task of snap.tasks) {
-    const parents = task.awaitedBy.filter((id) => known.has(id));
-    if (parents.length === 0) roots.push(task);
-    for (const parent of parents) children.set(parent, [...(children.get(parent) ?? []), task]);
+    let parents = 0;
+    for (const parent of task.awaitedBy) {
+      if (!known.has(parent)) continue;
+      parents++;
+      const kids = children.get(parent);
+      if (kids === undefined) children.set(parent, [task]);
+      else kids.push(task);
+    }
+    if (parents === 0) roots.push(task);
   }
   lines.push('');
   if (snap.tasks.length === 0) lines.push('(no tasks)');
@@ -223,21 +267,38 @@ export function formatTree(snap: ProcessSnapshot): string {
     }
     drawn.add(task.taskId);
     lines.push(`${prefix}${branch}${taskLabel(task)}`);
+    const kids = children.get(task.taskId);
+    const kidCount = kids === undefined ? 0 : kids.length;
+    let leaves: string[] | null = null;
+    if (task.leaves.length > 0) {
+      // Identical leaves (a gather of 24 jobs of one function) as one line with a count.
+      const counted = new Map<string, number>();
+      for (const leaf of task.leaves) counted.set(leaf, (counted.get(leaf) ?? 0) + 1);
+      leaves = [...counted].map(([leaf, count]) => `${leafKind(leaf)} ${count > 1 ? `${count} × ` : ''}${leaf}`);
+    }
+    const count = kidCount + (leaves === null ? 0 : leaves.length);
+    if (count === 0) return;
     const below = prefix + (top || last ? '    ' : '│   ');
-    const kids = children.get(task.taskId) ?? [];
-    // Identical leaves (a gather of 24 jobs of one function) as one line with a count.
-    const counted = new Map<string, number>();
-    for (const leaf of task.leaves) counted.set(leaf, (counted.get(leaf) ?? 0) + 1);
-    const items: Array<TaskRow | string> = [...kids, ...[...counted].map(([leaf, count]) => `${leafKind(leaf)} ${count > 1 ? `${count} × ` : ''}${leaf}`)];
-    items.forEach((item, i) => {
-      const isLast = i === items.length - 1;
-      if (typeof item === 'string') lines.push(`${below}${isLast ? '└── ' : '├── '}${item}`);
-      else draw(item, below, isLast, false);
-    });
+    for (let i = 0; i < kidCount; i++) draw((kids as TaskRow[])[i] as TaskRow, below, i === count - 1, false);
+    if (leaves !== null) leaves.forEach((leaf, i) => lines.push(`${below}${kidCount + i === count - 1 ? '└── ' : '├── '}${leaf}`));
   };
-  for (const root of roots) draw(root, '', true, true);
+  let paused = lines.length;
+  for (const root of roots) {
+    draw(root, '', true, true);
+    if (lines.length - paused >= LINES_PER_TURN) {
+      paused = lines.length;
+      yield;
+    }
+  }
   // Tasks in a cycle of awaiting (a task awaiting itself through others) have no root: draw them too.
-  for (const task of snap.tasks) if (!drawn.has(task.taskId)) draw(task, '', true, true);
+  for (const task of snap.tasks) {
+    if (drawn.has(task.taskId)) continue;
+    draw(task, '', true, true);
+    if (lines.length - paused >= LINES_PER_TURN) {
+      paused = lines.length;
+      yield;
+    }
+  }
   // Names come from the app (and, from outside, from another process): never raw to a terminal.
   return lines.map(printable).join('\n');
 }
@@ -268,7 +329,8 @@ export function formatTable(snap: ProcessSnapshot): string {
       awaiters.map((id) => `0x${id.toString(16)}`).join(', '),
     ].map(printable);
   });
-  const widths = header.map((title, i) => Math.max(title.length, ...cells.map((cell) => (cell[i] as string).length)));
+  // A loop, not Math.max(...cells): spread arguments overflow the stack past some 100k tasks.
+  const widths = header.map((title, i) => cells.reduce((width, cell) => Math.max(width, (cell[i] as string).length), title.length));
   const line = (cell: string[]): string => cell.map((text, i) => text.padEnd(widths[i] as number)).join('  ').trimEnd();
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...cells.map(line)].join('\n');
 }

@@ -1,10 +1,18 @@
 /**
  * startMonitor(): the live page in a real headless Chromium (it loads, shows the threads and a
- * task by name, and updates after the app changes), and its JSON: loop health of every thread,
- * read-only answers, loopback by default.
+ * task by name, and updates after the app changes; a name rebound to this address gets nothing),
+ * and its JSON: loop health of every thread, read-only answers, loopback by default. Who it
+ * answers (the Host header, allowedHosts, requests from pages of other origins) and what it
+ * costs (one snapshot shared by the requests made while it is taken, at most one per
+ * minInterval), counted through its statistics().
  */
+import { Agent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LoopThread, ensureFuture, getRunningLoop, run, sleep, startMonitor, type Coroutine, type Monitor } from '../src/index.js';
+import { snapshotThisThreadInSlices } from '../src/internal/snapshot-slices.js';
+import { formatTree, type ProcessSnapshot } from '../src/ps.js';
+import { snapshotThisThread } from '../src/internal/snapshot.js';
 import { Browser } from './helpers/browser.js';
 import { needProgram } from './helpers/system.js';
 
@@ -22,6 +30,37 @@ interface Snap {
 
 function* parked(): Coroutine<void> {
   yield* sleep(3600);
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** GET `path` of the monitor on `port` with `headers` (a Host header among them replaces Node's), on a connection of its own unless `agent` is given. */
+function ask(port: number, path: string, headers: OutgoingHttpHeaders = {}, agent: Agent | false = false): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    httpRequest({ host: '127.0.0.1', port, path, headers, agent }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      response.on('error', reject);
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+/** `request` sent as it is over a new connection to `port`; everything the server answered until it closed. */
+function askRaw(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.on('error', reject);
+  });
 }
 
 describe('startMonitor', () => {
@@ -74,6 +113,223 @@ describe('startMonitor', () => {
     await expect(startMonitor({ port: -1 })).rejects.toThrow(new RangeError('startMonitor() port must be an integer from 0 to 65535, got -1'));
     await expect(startMonitor({ port: 0, host: '' })).rejects.toThrow(new TypeError("startMonitor() host must be a non-empty string, got ''"));
     await expect(startMonitor(null as never)).rejects.toThrow(TypeError);
+    await expect(startMonitor({ port: 0, allowedHosts: 'monitor.internal' as never })).rejects.toThrow(
+      new TypeError("startMonitor() allowedHosts must be an array of host names ('name' or 'name:port'), got 'monitor.internal'"),
+    );
+    await expect(startMonitor({ port: 0, allowedHosts: ['monitor.internal', 'http://monitor.internal/'] })).rejects.toThrow(
+      new TypeError("startMonitor() allowedHosts[1] must be a host name, or a host name and port ('name' or 'name:port'), got 'http://monitor.internal/'"),
+    );
+    await expect(startMonitor({ port: 0, allowedHosts: [42 as never] })).rejects.toThrow(
+      new TypeError("startMonitor() allowedHosts[0] must be a host name, or a host name and port ('name' or 'name:port'), got 42"),
+    );
+    await expect(startMonitor({ port: 0, allowedHosts: ['monitor.internal:99999'] })).rejects.toThrow(TypeError);
+    await expect(startMonitor({ port: 0, minInterval: -1 })).rejects.toThrow(new RangeError('startMonitor() minInterval must be a number of seconds, 0 or more, got -1'));
+    await expect(startMonitor({ port: 0, timeout: 0 })).rejects.toThrow(new RangeError('startMonitor() timeout must be a positive number of seconds, got 0'));
+  });
+});
+
+describe('startMonitor: who it answers', () => {
+  it('refuses a request whose Host names another site (a DNS-rebinding page) or nothing, with one line and no snapshot taken', async () => {
+    const monitor = await startMonitor({ port: 0, minInterval: 3600 });
+    try {
+      const port = monitor.port;
+      const refused = await Promise.all(
+        [`evil.example:${port}`, `localhost.evil.example:${port}`, `127.0.0.1:${port + 1}`, '127.0.0.1', 'evil.example'].map((host) =>
+          ask(port, '/snapshot.json', { host }),
+        ),
+      );
+      const noHost = await askRaw(port, 'GET /snapshot.json HTTP/1.0\r\n\r\n');
+      const afterRefusals = monitor.statistics();
+      const accepted = await Promise.all([`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`, `[::1]:${port}`].map((host) => ask(port, '/snapshot.json', { host })));
+      expect(refused.map((answer) => answer.status)).toEqual([421, 421, 421, 421, 421]);
+      expect(refused[0]!.body).toBe(`refused: this monitor does not answer to Host 'evil.example:${port}' (see startMonitor's allowedHosts)\n`);
+      expect(refused[0]!.headers['content-type']).toBe('text/plain; charset=utf-8');
+      expect(noHost).toMatch(/^HTTP\/1\.1 421 /);
+      expect(noHost.endsWith('\r\n\r\nrefused: no Host header\n')).toBe(true);
+      expect(afterRefusals).toEqual({ requests: 6, refused: 6, snapshots: 0 });
+      expect(accepted.map((answer) => answer.status)).toEqual([200, 200, 200, 200]);
+      for (const answer of accepted) expect(Object.keys(JSON.parse(answer.body) as object)).toEqual(['at', 'threads', 'tasks']);
+      expect(monitor.statistics()).toEqual({ requests: 10, refused: 6, snapshots: 1 });
+    } finally {
+      await monitor.close();
+    }
+  });
+
+  it('answers the names in allowedHosts, on any port or the one given, and no other', async () => {
+    const monitor = await startMonitor({ port: 0, allowedHosts: ['monitor.internal', 'proxy.example:8080', '[fd00::1]'], minInterval: 3600 });
+    try {
+      const port = monitor.port;
+      const hosts = [`monitor.internal:${port}`, 'MONITOR.internal', 'proxy.example:8080', `[fd00::1]:${port}`, 'proxy.example:8081', 'proxy.example', `other.internal:${port}`];
+      const statuses = await Promise.all(hosts.map((host) => ask(port, '/', { host }).then((answer) => answer.status)));
+      expect(Object.fromEntries(hosts.map((host, i) => [host, statuses[i]]))).toEqual({
+        [`monitor.internal:${port}`]: 200,
+        'MONITOR.internal': 200,
+        'proxy.example:8080': 200,
+        [`[fd00::1]:${port}`]: 200,
+        'proxy.example:8081': 421,
+        'proxy.example': 421,
+        [`other.internal:${port}`]: 421,
+      });
+    } finally {
+      await monitor.close();
+    }
+  });
+
+  it('refuses a fetch that a page of another origin makes, before any snapshot; a user following a link and the page itself are answered', async () => {
+    const monitor = await startMonitor({ port: 0, minInterval: 3600 });
+    try {
+      const port = monitor.port;
+      const refused = await Promise.all(
+        [
+          { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' },
+          { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'no-cors' },
+          { origin: 'http://evil.example' },
+          { origin: `http://evil.example:${port}` },
+          { origin: 'null' },
+        ].map((headers) => ask(port, '/snapshot.json', headers)),
+      );
+      expect(refused.map((answer) => [answer.status, answer.body])).toEqual([
+        [403, 'refused: a request made by a page of another site\n'],
+        [403, 'refused: a request made by a page of another site\n'],
+        [403, 'refused: a request made by a page of another origin\n'],
+        [403, 'refused: a request made by a page of another origin\n'],
+        [403, 'refused: a request made by a page of another origin\n'],
+      ]);
+      expect(monitor.statistics().snapshots).toBe(0);
+      const answered = await Promise.all(
+        [
+          { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' },
+          { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors', origin: `http://127.0.0.1:${port}` },
+          { 'sec-fetch-site': 'none', 'sec-fetch-mode': 'navigate' },
+        ].map((headers) => ask(port, '/snapshot.json', headers)),
+      );
+      expect(answered.map((answer) => answer.status)).toEqual([200, 200, 200]);
+      const page = await ask(port, '/');
+      expect(page.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+      expect(page.headers['x-frame-options']).toBe('DENY');
+    } finally {
+      await monitor.close();
+    }
+  });
+  it('answers a request whose path is no URL with 400 and one line', async () => {
+    const monitor = await startMonitor({ port: 0 });
+    try {
+      const answer = await askRaw(monitor.port, `GET http://[::1 HTTP/1.1\r\nHost: 127.0.0.1:${monitor.port}\r\nConnection: close\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).toContain('\r\nbad request: the path is no URL\n');
+      expect(monitor.statistics().snapshots).toBe(0);
+    } finally {
+      await monitor.close();
+    }
+  });
+});
+
+describe('startMonitor: what it costs', () => {
+  it('takes one snapshot for all the requests made while it is being taken', async () => {
+    const flag = new Int32Array(new SharedArrayBuffer(8));
+    const seen = await run(
+      (function* main(): Coroutine<{ statuses: number[]; bodies: number; stats: unknown; stuck: boolean }> {
+        const lt = yield* ensureFuture(LoopThread.start(CHAIN, { name: 'slow-to-answer' }));
+        // minInterval 0: only being in flight can share a snapshot; the blocked thread holds it there until released.
+        const monitor = yield* ensureFuture(startMonitor({ port: 0, minInterval: 0, timeout: 60 }));
+        try {
+          lt.callSoonThreadsafe('block', flag);
+          while (Atomics.load(flag, 1) === 0) yield* sleep(0.005);
+          const answers = Array.from({ length: 16 }, () => ask(monitor.port, '/snapshot.json'));
+          while (monitor.statistics().requests < 16) yield* sleep(0.005);
+          Atomics.store(flag, 0, 1);
+          Atomics.notify(flag, 0);
+          const got = yield* ensureFuture(Promise.all(answers));
+          const stuck = (JSON.parse(got[0]!.body) as Snap).threads.find((thread) => thread.threadName === 'slow-to-answer')?.responsive === false;
+          return { statuses: got.map((answer) => answer.status), bodies: new Set(got.map((answer) => answer.body)).size, stats: monitor.statistics(), stuck };
+        } finally {
+          yield* ensureFuture(monitor.close());
+          yield* ensureFuture(lt.close());
+        }
+      })(),
+    );
+    expect(seen.statuses).toEqual(Array.from({ length: 16 }, () => 200));
+    expect(seen.bodies).toBe(1);
+    expect(seen.stats).toEqual({ requests: 16, refused: 0, snapshots: 1 });
+    // The thread answered once released: the snapshot waited for it, as its timeout says.
+    expect(seen.stuck).toBe(false);
+  });
+
+  it("reads its own thread's tasks a slice at a time: the app's loop runs between slices, and the rows are those read in one go", async () => {
+    const seen = await run(
+      (function* main(): Coroutine<{ whole: unknown[]; sliced: unknown[]; markersWhole: string[]; markersSliced: string[] }> {
+        const loop = getRunningLoop();
+        // Two markers at either end of the loop's tasks, renamed at every turn of a spinning task.
+        const markers = [loop.createTask(parked(), { name: 'marker' })];
+        const tasks = Array.from({ length: 50 }, (_, i) => loop.createTask(parked(), { name: `parked-${i}` }));
+        markers.push(loop.createTask(parked(), { name: 'marker' }));
+        let spinning = true;
+        const spinner = loop.createTask(
+          (function* renaming(): Coroutine<void> {
+            for (let spins = 0; spinning; spins++) {
+              for (const marker of markers) marker.setName(`marker-${spins}`);
+              yield;
+            }
+          })(),
+        );
+        yield* sleep(0.01);
+        // Rows without how long each waited (read at two moments).
+        const comparable = (rows: ReadonlyArray<{ name: string; waitingFor: number }>): unknown[] =>
+          rows.filter((row) => row.name.startsWith('parked-')).map(({ waitingFor: _waited, ...rest }) => rest);
+        const markersOf = (rows: ReadonlyArray<{ name: string }>): string[] => rows.filter((row) => row.name.startsWith('marker-')).map((row) => row.name);
+        const whole = snapshotThisThread();
+        const sliced = yield* ensureFuture(snapshotThisThreadInSlices(1));
+        spinning = false;
+        yield* spinner;
+        for (const task of [...tasks, ...markers]) task.cancel();
+        return { whole: comparable(whole.tasks), sliced: comparable(sliced.tasks), markersWhole: markersOf(whole.tasks), markersSliced: markersOf(sliced.tasks) };
+      })(),
+    );
+    expect(seen.sliced).toHaveLength(50);
+    expect(seen.sliced).toEqual(seen.whole);
+    // Read in one go, both markers bear one name; a row per turn, the spinner renamed them between the first row and the last.
+    expect(seen.markersWhole).toHaveLength(2);
+    expect(new Set(seen.markersWhole).size).toBe(1);
+    expect(seen.markersSliced).toHaveLength(2);
+    expect(new Set(seen.markersSliced).size).toBe(2);
+  });
+
+  it('takes at most one snapshot per minInterval: other connections get the last one, a connection that has it waits for the next', async () => {
+    const monitor = await startMonitor({ port: 0, minInterval: 3600 });
+    const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const first = await ask(monitor.port, '/snapshot.json', {}, keepAlive);
+      const others = await Promise.all([ask(monitor.port, '/snapshot.json'), ask(monitor.port, '/snapshot.json'), ask(monitor.port, '/pstree.txt')]);
+      let againAnswered = false;
+      const again = ask(monitor.port, '/snapshot.json', {}, keepAlive).then(
+        () => (againAnswered = true),
+        () => 'closed',
+      );
+      while (monitor.statistics().requests < 5) await new Promise((resolve) => setTimeout(resolve, 5));
+      // Another connection is answered at once while the first waits for the next snapshot (an hour away).
+      const meanwhile = await ask(monitor.port, '/snapshot.json');
+      expect(first.status).toBe(200);
+      expect(others.map((answer) => answer.status)).toEqual([200, 200, 200]);
+      expect(others[0]!.body).toBe(first.body);
+      expect(others[1]!.body).toBe(first.body);
+      expect(meanwhile.body).toBe(first.body);
+      // The tree, drawn a turn at a time, of the same snapshot: pstree()'s text.
+      expect(others[2]!.body).toBe(`${formatTree(JSON.parse(first.body) as ProcessSnapshot)}\n`);
+      expect(againAnswered).toBe(false);
+      expect(monitor.statistics()).toEqual({ requests: 6, refused: 0, snapshots: 1 });
+      await monitor.close();
+      expect(await again).toBe('closed');
+    } finally {
+      keepAlive.destroy();
+      await monitor.close();
+    }
+    const eager = await startMonitor({ port: 0, minInterval: 0 });
+    try {
+      for (let i = 0; i < 3; i++) expect((await ask(eager.port, '/snapshot.json')).status).toBe(200);
+      expect(eager.statistics()).toEqual({ requests: 3, refused: 0, snapshots: 3 });
+    } finally {
+      await eager.close();
+    }
   });
 });
 
@@ -82,7 +338,8 @@ const hasChromium = needProgram('chromium', 'apt-get install chromium', 'the mon
 describe.runIf(hasChromium)('the monitor page in headless Chromium', () => {
   let browser: Browser;
   beforeAll(() => {
-    browser = Browser.launch();
+    // rebound.example resolves to loopback, as a DNS-rebinding attacker's name would.
+    browser = Browser.launch(['--host-resolver-rules=MAP rebound.example 127.0.0.1']);
   });
   afterAll(async () => {
     await browser.close();
@@ -126,5 +383,22 @@ describe.runIf(hasChromium)('the monitor page in headless Chromium', () => {
       })(),
     );
     expect(seen).toEqual({ title: true, threads: true, task: true, notYet: false, later: true, gone: true });
+  });
+
+  it('a name rebound to this address (DNS rebinding) gets a refusal and no data; the same name in allowedHosts gets the page', async () => {
+    const guarded = await startMonitor({ port: 0 });
+    const allowing = await startMonitor({ port: 0, allowedHosts: ['rebound.example'] });
+    try {
+      const refused = await browser.open(`http://rebound.example:${guarded.port}/snapshot.json`);
+      expect(await refused.waitFor(`document.body !== null && document.body.innerText.startsWith('refused')`)).toBe(true);
+      expect(await refused.evaluate('document.body.innerText.trimEnd()')).toBe(`refused: this monitor does not answer to Host 'rebound.example:${guarded.port}' (see startMonitor's allowedHosts)`);
+      expect(guarded.statistics().snapshots).toBe(0);
+      const page = await browser.open(`http://rebound.example:${allowing.port}/`);
+      expect(await page.waitFor(`!!document.querySelector('[data-thread="MainThread"]')`)).toBe(true);
+      expect(allowing.statistics().refused).toBe(0);
+    } finally {
+      await guarded.close();
+      await allowing.close();
+    }
   });
 });

@@ -4,7 +4,8 @@
  * a blocked worker loop listed as unresponsive; a pool job as a leaf; call graphs naming the
  * caller in another thread.
  */
-import { describe, expect, it } from 'vitest';
+import { Session } from 'node:inspector';
+import { describe, expect, it, vi } from 'vitest';
 import {
   LoopThread,
   TaskGroup,
@@ -20,6 +21,7 @@ import {
   type Coroutine,
   type TaskInfo,
 } from '../src/index.js';
+import { _treeInTurns, formatTree, snapshot, type ProcessSnapshot } from '../src/ps.js';
 
 const CHAIN = new URL('./fixtures/ps-chain.mjs', import.meta.url);
 const POOL = new URL('./fixtures/pool-control.mjs', import.meta.url);
@@ -121,6 +123,102 @@ describe('ps() and pstree() in one thread', () => {
     );
     const at = lines.indexOf('offloading offloading() @MainThread');
     expect(lines[at + 1]).toMatch(/^ {2}\(J\) job visit of file:.*pool-control\.mjs in the pool, running$/);
+  });
+
+  it('a gather awaited by many tasks: each of its children is awaited by every one of them, once, in the order they began', async () => {
+    const awaiters = await run(
+      (function* main(): Coroutine<Record<string, string[]>> {
+        const loop = getRunningLoop();
+        const kids = ['kid-0', 'kid-1'].map((name) => loop.createTask(parked(), { name }));
+        const shared = gather(...kids);
+        const sharers = Array.from({ length: 10 }, (_, i) =>
+          loop.createTask(
+            (function* sharing(): Coroutine<unknown> {
+              return yield* shared;
+            })(),
+            { name: `sharer-${i}` },
+          ),
+        );
+        // Awaits kid-0 directly and through the gather: listed once.
+        const both = loop.createTask(
+          (function* both(): Coroutine<unknown> {
+            return yield* gather(kids[0]!, shared);
+          })(),
+          { name: 'both' },
+        );
+        yield* sleep(0.01);
+        const { tasks } = yield* ensureFuture(snapshot());
+        for (const task of [...sharers, both, ...kids]) task.cancel();
+        const names = new Map(tasks.map((task) => [task.taskId, task.name]));
+        return Object.fromEntries(tasks.map((task) => [task.name, task.awaitedBy.map((id) => names.get(id) ?? String(id))]));
+      })(),
+    );
+    const sharers = Array.from({ length: 10 }, (_, i) => `sharer-${i}`);
+    expect(awaiters['kid-0']).toEqual([...sharers, 'both']);
+    expect(awaiters['kid-1']).toEqual([...sharers, 'both']);
+    expect(awaiters.both).toEqual([]);
+    expect(awaiters['sharer-3']).toEqual([]);
+  });
+
+  it('asks the inspector for the name of a coroutine that is no generator once, not at every snapshot', async () => {
+    /** A coroutine that is no generator: a class wrapping one (all its instances share one prototype). */
+    class Wrapped {
+      constructor(readonly inner: Coroutine<void>) {}
+      next(value?: unknown): IteratorResult<unknown, void> {
+        return this.inner.next(value as never);
+      }
+      throw(error: unknown): IteratorResult<unknown, void> {
+        return this.inner.throw(error);
+      }
+      return(value?: void): IteratorResult<unknown, void> {
+        return this.inner.return(value);
+      }
+    }
+    const seen = await run(
+      (function* main(): Coroutine<{ coroutines: string[]; lookups: number }> {
+        const loop = getRunningLoop();
+        const tasks = [0, 1, 2].map((i) => loop.createTask(new Wrapped(parked()) as unknown as Coroutine<void>, { name: `wrapped-${i}` }));
+        yield* sleep(0.01);
+        yield* ensureFuture(ps());
+        const post = vi.spyOn(Session.prototype, 'post');
+        try {
+          const rows = yield* ensureFuture(ps());
+          const lookups = post.mock.calls.filter(([method]) => (method as string) === 'Runtime.getProperties').length;
+          return { coroutines: rows.filter((row) => row.name.startsWith('wrapped-')).map((row) => row.coroutine), lookups };
+        } finally {
+          post.mockRestore();
+          for (const task of tasks) task.cancel();
+        }
+      })(),
+    );
+    expect(seen.coroutines).toEqual(['anonymous()', 'anonymous()', 'anonymous()']);
+    expect(seen.lookups).toBe(0);
+  });
+
+  it('draws the tree in turns, pausing between top-level tasks every 2000 lines, into the same text', () => {
+    const tasks = Array.from({ length: 5000 }, (_, i) => ({
+      threadId: 0,
+      threadName: 'MainThread',
+      loopId: 1,
+      taskId: i + 1,
+      name: `Task-${i + 1}`,
+      coroutine: 'parked()',
+      state: 'pending' as const,
+      awaiting: 'a Future',
+      waitingFor: 1,
+      stack: ['parked()'],
+      awaitedBy: i % 2 === 1 ? [i] : [],
+      leaves: [],
+    }));
+    const snap: ProcessSnapshot = { at: 0, threads: [], tasks };
+    const drawing = _treeInTurns(snap);
+    let pauses = 0;
+    let step = drawing.next();
+    for (; step.done !== true; step = drawing.next()) pauses++;
+    expect(step.value).toBe(formatTree(snap));
+    // 2,500 top-level tasks of two lines each, and the empty line under the (no) threads.
+    expect(step.value.split('\n')).toHaveLength(5001);
+    expect(pauses).toBe(2);
   });
 
   it('refuses a timeout that is not a positive number of seconds', async () => {

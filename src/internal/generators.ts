@@ -3,18 +3,19 @@
  * and messages. JavaScript has no way from a generator object back to its function; V8's
  * inspector protocol has one (the internal properties `[[GeneratorFunction]]` and
  * `[[GeneratorLocation]]`), which a session of this very thread answers at once. The name is
- * asked once per generator function (cached by its prototype) and only when a repr or an error
- * message needs it; the location (debug mode's reprs) maps a script id to its URL, which only the
- * Debugger domain knows: it is enabled for a moment when an unknown script shows up. Where no
- * inspector is built in, neither is known.
+ * asked once per generator function (cached by its prototype, as is the answer that an object is
+ * no generator) and only when a repr, an error message or a snapshot needs it; the location
+ * (debug mode's reprs) maps a script id to its URL, which only the Debugger domain knows: it is
+ * enabled for a moment when an unknown script shows up. Where no inspector is built in, neither
+ * is known.
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 type Post = (method: string, params: object) => Record<string, unknown>;
 
-/** The name by the prototype its generator objects share (their function's `prototype`). */
-const names = new WeakMap<object, string>();
+/** The name by the prototype its generator objects share (their function's `prototype`); null for a prototype of objects that are no generators. */
+const names = new WeakMap<object, string | null>();
 /** Script URLs by script id, as the Debugger domain reported them. */
 const scripts = new Map<string, string>();
 let post: Post | null | undefined;
@@ -70,8 +71,14 @@ export function generatorName(generator: object): string | null {
   if (proto === null) return null;
   const known = names.get(proto);
   if (known !== undefined) return known;
-  const source = internalProperties(generator)?.find((property) => property.name === '[[GeneratorFunction]]')?.value?.description;
-  if (source === undefined) return null;
+  const properties = internalProperties(generator);
+  if (properties === null) return null;
+  const source = properties.find((property) => property.name === '[[GeneratorFunction]]')?.value?.description;
+  if (source === undefined) {
+    // An iterator that is no generator (a coroutine-like class): its instances share the prototype, and every snapshot would ask again.
+    names.set(proto, null);
+    return null;
+  }
   const match = /^(?:async\s+)?function\s*\*\s*([^\s(]*)/.exec(source) ?? /^\*?\s*\[?([^\s(\]]+)/.exec(source);
   const name = `${match?.[1] || 'anonymous'}()`;
   names.set(proto, name);

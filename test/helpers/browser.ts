@@ -31,8 +31,8 @@ export class Browser {
     });
   }
 
-  /** Start `chromium` headless, with nothing of its own reaching the network. */
-  static launch(): Browser {
+  /** Start `chromium` headless, with nothing of its own reaching the network; `args`: more switches (`--host-resolver-rules=...`). */
+  static launch(args: readonly string[] = []): Browser {
     const profile = mkdtempSync(join(tmpdir(), 'multiloop-chromium-'));
     const child = spawn(
       'chromium',
@@ -48,6 +48,7 @@ export class Browser {
         '--disable-sync',
         '--disable-extensions',
         `--user-data-dir=${profile}`,
+        ...args,
         '--remote-debugging-pipe',
         'about:blank',
       ],
