@@ -33,6 +33,7 @@ import {
 } from '../src/index.js';
 import { raisedBy } from './helpers/coroutines.js';
 import { nodeServer } from './helpers/io.js';
+import { mulberry32 } from './helpers/prng.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -292,18 +293,6 @@ async function afterPieces(pieces: Piece[], read: (reader: StreamReader) => Coro
   );
 }
 
-/** A seeded pseudo-random generator (mulberry32): the same numbers in every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** The lines `data` splits into, found in the whole of it at once: each ends where the earliest-ending separator ends, the shorter on a tie. */
 function splitByFirstEnd(data: Buffer, separators: string[][]): { lines: string[]; partial: string } {
   const lines: string[] = [];
@@ -342,7 +331,7 @@ describe('StreamReader.readuntil', () => {
   });
 
   it('splits random data in random pieces exactly as a search of the whole data does, one separator or several', async () => {
-    const random = seeded(20250611);
+    const random = mulberry32(20250611);
     const separatorSets = [[['ab']], [['aab'], ['b']], [['abab']], [['bbba'], ['ab', 'bb'], ['a']], [['aaab', 'ab', 'abba']]];
     for (const separators of separatorSets) {
       for (const burst of [true, false]) {
