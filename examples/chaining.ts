@@ -5,22 +5,18 @@
  *
  * Run: npm run build && node dist/examples/chaining.js
  */
-import { LoopThread, TimeoutError, ensureFuture, run, waitFor, type Coroutine } from '../src/index.js';
+import { LoopThread, TimeoutError, gather, run, waitFor, type Coroutine } from '../src/index.js';
 
 function* main(): Coroutine<void> {
-  const inventory = yield* ensureFuture(
-    LoopThread.start(new URL('./services/inventory.js', import.meta.url), {
-      name: 'inventory',
-      expose: { report: (line: string) => console.log(line) },
-    }),
-  );
-  const pricing = yield* ensureFuture(
-    LoopThread.start(new URL('./services/pricing.js', import.meta.url), {
-      name: 'pricing',
-      // The pricing thread reaches the inventory thread through this loop: a chain of futures.
-      expose: { inventoryAvailable: (item: string) => inventory.call<number>('available', item) },
-    }),
-  );
+  const inventory = yield* LoopThread.start(new URL('./services/inventory.js', import.meta.url), {
+    name: 'inventory',
+    expose: { report: (line: string) => console.log(line) },
+  });
+  const pricing = yield* LoopThread.start(new URL('./services/pricing.js', import.meta.url), {
+    name: 'pricing',
+    // The pricing thread reaches the inventory thread through this loop: a chain of futures.
+    expose: { inventoryAvailable: (item: string) => inventory.call<number>('available', item) },
+  });
   const quote = yield* pricing.call<number>('quote', 'apple', 10);
   console.log(`10 apples cost ${quote} (pricing -> main -> inventory -> main -> pricing -> main)`);
 
@@ -30,7 +26,7 @@ function* main(): Coroutine<void> {
     if (!(error instanceof TimeoutError)) throw error;
     console.log('audit timed out after 0.2 s: the remote task was cancelled');
   }
-  yield* ensureFuture(Promise.all([inventory.close(), pricing.close()]));
+  yield* gather(inventory.close(), pricing.close());
 }
 
 await run(main());

@@ -107,7 +107,7 @@ function* main(): Coroutine<void> {
     const { jobsSent, callsSent } = executor.statistics();
     console.log(`${callsSent} calls travelled in ${jobsSent} BullMQ jobs`);
   } finally {
-    yield* ensureFuture(executor.shutdown());
+    yield* executor.shutdown();
     for (const worker of workers) if (worker.returncode === null) worker.terminate();
     for (const worker of workers) yield* worker.wait();
     redis.terminate();

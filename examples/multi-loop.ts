@@ -4,15 +4,13 @@
  *
  * Run: npm run build && node dist/examples/multi-loop.js
  */
-import { LoopThread, ensureFuture, gather, run, type Coroutine } from '../src/index.js';
+import { LoopThread, gather, run, type Coroutine } from '../src/index.js';
 
 function* main(): Coroutine<void> {
-  const inventory = yield* ensureFuture(
-    LoopThread.start(new URL('./services/inventory.js', import.meta.url), {
-      name: 'inventory',
-      expose: { report: (line: string) => console.log(line) },
-    }),
-  );
+  const inventory = yield* LoopThread.start(new URL('./services/inventory.js', import.meta.url), {
+    name: 'inventory',
+    expose: { report: (line: string) => console.log(line) },
+  });
   const stock = inventory.proxy<typeof import('./services/inventory.js')>();
   const [apples, pears] = yield* gather(stock.available('apple'), stock.available('pear'));
   console.log(`in stock: ${apples} apples, ${pears} pears (asked thread ${inventory.threadId} concurrently)`);
@@ -21,7 +19,7 @@ function* main(): Coroutine<void> {
   for (const outcome of outcomes) {
     console.log(outcome instanceof Error ? `reservation failed: ${outcome.name}: ${outcome.message}` : `reserved, ${outcome} left`);
   }
-  yield* ensureFuture(inventory.close());
+  yield* inventory.close();
   console.log(`inventory thread closed: ${inventory.isDead()}`);
 }
 

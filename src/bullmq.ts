@@ -8,6 +8,8 @@
  * travels is described in internal/bullmq-wire.ts; the executor's engine is
  * internal/bullmq-caller.ts, the worker's is internal/bullmq-runner.ts.
  */
+import type { YieldablePromise } from './coroutines.js';
+import { yieldable } from './internal/yieldable.js';
 import type { Job, JobsOptions, Queue, Worker } from 'bullmq';
 import type { EventLoop } from './base-events.js';
 import { newEventLoop } from './events.js';
@@ -199,8 +201,8 @@ export class BullMQExecutor implements Executor {
    * await executor.shutdown(true, { cancelFutures: true });
    * ```
    */
-  shutdown(wait = true, options?: { cancelFutures?: boolean }): Promise<void> {
-    return this.#engine.shutdown(wait, options?.cancelFutures === true);
+  shutdown(wait = true, options?: { cancelFutures?: boolean }): YieldablePromise<void> {
+    return yieldable(this.#engine.shutdown(wait, options?.cancelFutures === true));
   }
 
   /**
@@ -332,9 +334,9 @@ export interface BullMQWorker {
    * runs them; their calls that finished are not run again). Calls of a job not started yet are
    * handed back at once. Idempotent.
    */
-  close(options?: { timeout?: number }): Promise<void>;
+  close(options?: { timeout?: number }): YieldablePromise<void>;
   /** Settles once the worker is closed (by `close()` or a signal). */
-  readonly closed: Promise<void>;
+  readonly closed: YieldablePromise<void>;
 }
 
 function checkCount(value: unknown, name: string, fallback: number, min: number, caller: string): number {
@@ -365,7 +367,11 @@ function checkCount(value: unknown, name: string, fallback: number, min: number,
  * await worker.closed;
  * ```
  */
-export async function serveBullMQ(options: ServeBullMQOptions): Promise<BullMQWorker> {
+export function serveBullMQ(options: ServeBullMQOptions): YieldablePromise<BullMQWorker> {
+  return yieldable(serve(options));
+}
+
+async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
   const caller = 'serveBullMQ()';
   const checked = checkOptionsObject(options, caller);
   const connection = resolveConnection(checked.connection, caller);
@@ -426,10 +432,10 @@ export async function serveBullMQ(options: ServeBullMQOptions): Promise<BullMQWo
   };
 
   let resolveClosed: () => void = () => undefined;
-  const closed = new Promise<void>((resolve) => {
+  const closed = yieldable(new Promise<void>((resolve) => {
     resolveClosed = resolve;
-  });
-  let closing: Promise<void> | null = null;
+  }));
+  let closing: YieldablePromise<void> | null = null;
   let signals = 0;
   const onSignal = (): void => {
     signals++;
@@ -438,8 +444,8 @@ export async function serveBullMQ(options: ServeBullMQOptions): Promise<BullMQWo
     // A close that cannot finish (Redis away): the jobs still held are recovered as stalled ones.
     else process.exit(130);
   };
-  const close = (closeOptions?: { timeout?: number }): Promise<void> => {
-    closing ??= (async () => {
+  const close = (closeOptions?: { timeout?: number }): YieldablePromise<void> => {
+    closing ??= yieldable((async () => {
       const timeout = closeOptions?.timeout;
       runner.stopStarting();
       const timer = timeout === undefined || !Number.isFinite(timeout) ? null : setTimeout(() => runner.handBack(), Math.max(0, timeout) * 1000);
@@ -460,7 +466,7 @@ export async function serveBullMQ(options: ServeBullMQOptions): Promise<BullMQWo
         }
         resolveClosed();
       }
-    })();
+    })());
     return closing;
   };
   try {

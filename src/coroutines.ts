@@ -9,6 +9,25 @@ export type Coroutine<T = unknown> = Generator<unknown, T, unknown>;
 /** Anything `ensureFuture` accepts: a Future/Task, a coroutine, or a Promise/thenable. */
 export type Awaitable<T = unknown> = Future<T> | Coroutine<T> | PromiseLike<T>;
 
+/**
+ * A Promise that a coroutine can also `yield*`: every multiloop API that returns a Promise
+ * returns one (`LoopThread.start`, `lt.close`, `ps`, `pstree`, executors' `shutdown`,
+ * `startMonitor`...). It is a real Promise (`instanceof Promise`, `await`, `.then`,
+ * `Promise.all`); in a coroutine, `yield*` makes it a Future of the running loop and awaits that.
+ *
+ * @example
+ * ```ts
+ * function* main(): Coroutine<void> {
+ *   const svc = yield* LoopThread.start(new URL('./svc.js', import.meta.url)); // no ensureFuture
+ *   console.log(yield* pstree());
+ *   yield* svc.close();
+ * }
+ * ```
+ */
+export interface YieldablePromise<T> extends Promise<T> {
+  [Symbol.iterator](): Generator<unknown, T, unknown>;
+}
+
 /** The value an awaitable produces when awaited (a Future's, coroutine's or thenable's result). */
 export type AwaitedResult<A> =
   A extends Future<infer T>

@@ -16,6 +16,8 @@
  * thread. Its jobs are taken by compare-and-exchange on their state slots, so the old thread
  * skips them and each job runs once.
  */
+import type { YieldablePromise } from './coroutines.js';
+import { yieldable } from './internal/yieldable.js';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -1018,8 +1020,8 @@ export class PiscinaExecutor implements Executor {
    * await executor.shutdown(true, { cancelFutures: true });
    * ```
    */
-  shutdown(wait = true, options?: { cancelFutures?: boolean }): Promise<void> {
-    return this.#engine.shutdown(wait, options?.cancelFutures === true);
+  shutdown(wait = true, options?: { cancelFutures?: boolean }): YieldablePromise<void> {
+    return yieldable(this.#engine.shutdown(wait, options?.cancelFutures === true));
   }
 
   /**

@@ -39,7 +39,7 @@ export {
   setEventLoopPolicy,
 } from './events.js';
 export { Future, isFuture, type LoopOption } from './futures.js';
-export { isCoroutine, type Awaitable, type AwaitedResult, type Coroutine } from './coroutines.js';
+export { isCoroutine, type Awaitable, type AwaitedResult, type Coroutine, type YieldablePromise } from './coroutines.js';
 export { Task, allTasks, createTask, currentTask, ensureFuture } from './task.js';
 export {
   ALL_COMPLETED,

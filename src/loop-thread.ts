@@ -6,7 +6,8 @@
 import { MessageChannel, Worker, isMainThread, parentPort, threadId as currentThreadId, workerData, type MessagePort, type ResourceLimits } from 'node:worker_threads';
 import { _closeServedComlinkPorts, _comlinkChannel, _serveComlink, type _ServedModule } from './comlink.js';
 import type { EventLoop } from './base-events.js';
-import type { Coroutine } from './coroutines.js';
+import type { Coroutine, YieldablePromise } from './coroutines.js';
+import { yieldable } from './internal/yieldable.js';
 import { getEventLoop, newEventLoop, setEventLoop, _setThreadName } from './events.js';
 import { RuntimeError } from './exceptions.js';
 import type { Future } from './futures.js';
@@ -209,7 +210,7 @@ export class LoopThread implements LoopRef {
   readonly #others: Set<string>;
   readonly #exited: Promise<void>;
   #death: (() => Error) | null = null;
-  #closing: Promise<void> | null = null;
+  #closing: YieldablePromise<void> | null = null;
   /** The last name checked and the last loop's link: a burst of calls looks them up once. */
   #checkedName: string | null = null;
   #lastLoop: EventLoop | null = null;
@@ -270,9 +271,14 @@ export class LoopThread implements LoopRef {
 
   /**
    * Start a thread hosting the module at `moduleUrl`; resolves once the module is loaded and
-   * the thread's loop runs, rejects with the module's error when it cannot be loaded.
+   * the thread's loop runs, rejects with the module's error when it cannot be loaded. A coroutine
+   * can `yield*` it (a YieldablePromise).
    */
-  static async start(moduleUrl: string | URL, options: LoopThreadOptions = {}): Promise<LoopThread> {
+  static start(moduleUrl: string | URL, options: LoopThreadOptions = {}): YieldablePromise<LoopThread> {
+    return yieldable(LoopThread.#start(moduleUrl, options));
+  }
+
+  static async #start(moduleUrl: string | URL, options: LoopThreadOptions): Promise<LoopThread> {
     const url = moduleUrlOf(moduleUrl, 'LoopThread.start()');
     const name = options.name ?? `LoopThread-${++threadCounter}`;
     const loop = _getRunningLoop();
@@ -431,9 +437,9 @@ export class LoopThread implements LoopRef {
    * Stop the thread's loop, cancel its tasks (their `finally` blocks run) and end the thread;
    * idempotent. A thread that does not end within 10 s is terminated.
    */
-  close(): Promise<void> {
+  close(): YieldablePromise<void> {
     if (this.#closing !== null) return this.#closing;
-    this.#closing = (async () => {
+    this.#closing = yieldable((async () => {
       if (this.#death === null) {
         const message: ToWorker = { type: 'close' };
         this.#worker.postMessage(message);
@@ -449,15 +455,14 @@ export class LoopThread implements LoopRef {
       } else {
         await this.#exited;
       }
-    })();
+    })());
     return this.#closing;
   }
 
   /** End the thread at once (Worker.terminate); pending calls fail. */
-  async terminate(): Promise<void> {
+  terminate(): YieldablePromise<void> {
     this.#terminated = true;
-    await this.#worker.terminate();
-    await this.#exited;
+    return yieldable(this.#worker.terminate().then(() => this.#exited));
   }
 
   /** The repr, also in `util.inspect` and console.log (no internals). */

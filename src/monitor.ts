@@ -8,6 +8,8 @@
  * per `minInterval`, serialised once and shared. It never keeps the process alive by itself: it
  * watches an app, it is not one.
  */
+import type { YieldablePromise } from './coroutines.js';
+import { yieldable } from './internal/yieldable.js';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -58,7 +60,7 @@ export interface Monitor {
   /** Report the requests received and refused, and the snapshots taken. */
   statistics(): MonitorStatistics;
   /** Stop serving. */
-  close(): Promise<void>;
+  close(): YieldablePromise<void>;
 }
 
 /** How long each thread has to answer the page's snapshot, in seconds, by default. */
@@ -102,7 +104,11 @@ const TEXT = 'text/plain; charset=utf-8';
  * await proxied.close();
  * ```
  */
-export async function startMonitor(options: MonitorOptions): Promise<Monitor> {
+export function startMonitor(options: MonitorOptions): YieldablePromise<Monitor> {
+  return yieldable(start(options));
+}
+
+async function start(options: MonitorOptions): Promise<Monitor> {
   if (options === null || typeof options !== 'object') throw new TypeError(`startMonitor() options must be an object, got ${repr(options)}`);
   const { port, host = '127.0.0.1', allowedHosts = [], minInterval = MIN_INTERVAL, timeout = SNAPSHOT_TIMEOUT } = options;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`startMonitor() port must be an integer from 0 to 65535, got ${repr(port)}`);
@@ -178,17 +184,19 @@ export async function startMonitor(options: MonitorOptions): Promise<Monitor> {
   server.unref();
   const address = server.address() as AddressInfo;
   accepted = acceptedHosts(address, host, allowed);
-  let closing: Promise<void> | null = null;
+  let closing: YieldablePromise<void> | null = null;
   return {
     url: `http://${asHostName(address.address)}:${address.port}/`,
     port: address.port,
     statistics: (): MonitorStatistics => ({ requests, refused, snapshots: snapshots.taken }),
-    close(): Promise<void> {
-      closing ??= new Promise<void>((resolve) => {
-        snapshots.close();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+    close(): YieldablePromise<void> {
+      closing ??= yieldable(
+        new Promise<void>((resolve) => {
+          snapshots.close();
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+      );
       return closing;
     },
   };

@@ -7,6 +7,8 @@
  */
 import type { ThreadHealth } from './internal/introspect.js';
 import { printable, repr } from './internal/format.js';
+import { yieldable } from './internal/yieldable.js';
+import type { YieldablePromise } from './coroutines.js';
 import type { LoopRow, TaskRow, ThreadSnapshot } from './internal/snapshot.js';
 import { snapshotThisThreadInSlices } from './internal/snapshot-slices.js';
 import { _snapshotProcess } from './loop-thread.js';
@@ -78,7 +80,11 @@ export interface ProcessSnapshot {
  * console.log(threads.map((t) => `${t.threadName}: lag p99 ${t.health?.lag.p99}`));
  * ```
  */
-export async function snapshot(options?: SnapshotOptions): Promise<ProcessSnapshot> {
+export function snapshot(options?: SnapshotOptions): YieldablePromise<ProcessSnapshot> {
+  return yieldable(snapshotAsync(options));
+}
+
+async function snapshotAsync(options?: SnapshotOptions): Promise<ProcessSnapshot> {
   const parts = await _snapshotProcess(deadlineOf(options, 'snapshot()'));
   return join(parts);
 }
@@ -158,7 +164,11 @@ export function join(parts: ThreadSnapshot[]): ProcessSnapshot {
  * for (const task of await ps()) console.log(task.threadName, task.name, task.awaiting, task.waitingFor);
  * ```
  */
-export async function ps(options?: SnapshotOptions): Promise<TaskInfo[]> {
+export function ps(options?: SnapshotOptions): YieldablePromise<TaskInfo[]> {
+  return yieldable(psAsync(options));
+}
+
+async function psAsync(options?: SnapshotOptions): Promise<TaskInfo[]> {
   const { tasks } = await snapshot({ timeout: deadlineOf(options, 'ps()') / 1000 });
   return tasks.map(({ threadId, threadName, loopId, taskId, name, coroutine, state, awaiting, waitingFor }) => ({
     threadId,
@@ -185,7 +195,11 @@ export async function ps(options?: SnapshotOptions): Promise<TaskInfo[]> {
  * //     └── (T) Task-2 work() — svc, waiting 0.2 s for a Future
  * ```
  */
-export async function pstree(options?: SnapshotOptions): Promise<string> {
+export function pstree(options?: SnapshotOptions): YieldablePromise<string> {
+  return yieldable(pstreeAsync(options));
+}
+
+async function pstreeAsync(options?: SnapshotOptions): Promise<string> {
   return formatTree(await snapshot({ timeout: deadlineOf(options, 'pstree()') / 1000 }));
 }
 
