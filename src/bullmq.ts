@@ -205,6 +205,11 @@ export class BullMQExecutor implements Executor {
     return yieldable(this.#engine.shutdown(wait, options?.cancelFutures === true));
   }
 
+  /** `await using executor = new ...`: `shutdown()` (waiting for running work) when the scope ends. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.shutdown();
+  }
+
   /**
    * Report the calls and jobs so far (Trio-style statistics()).
    *

@@ -363,6 +363,20 @@ export class Server implements TransportOwner, LoopResource {
     yield* waiter;
   }
 
+  /**
+   * `await using server = ...` in async code: close the server, then settle once every
+   * connection it accepted has ended (`close()` and `waitClosed()`; asyncio's `async with server`).
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.close();
+    if (this.#waiters === null) return Promise.resolve();
+    const waiter = this.#loop.createFuture<void>();
+    this.#waiters.push(waiter);
+    return new Promise<void>((resolve, reject) => {
+      waiter.addDoneCallback(() => (waiter.cancelled() || waiter.exception() === null ? resolve() : reject(waiter.exception())));
+    });
+  }
+
   /** Start accepting connections (servers start serving at once by default). */
   *startServing(): Coroutine<void> {
     if (!this.#open) throw new RuntimeError(`server ${this} is closed`);

@@ -1024,6 +1024,11 @@ export class PiscinaExecutor implements Executor {
     return yieldable(this.#engine.shutdown(wait, options?.cancelFutures === true));
   }
 
+  /** `await using executor = new ...`: `shutdown()` (waiting for running work) when the scope ends. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.shutdown();
+  }
+
   /**
    * Report the queue, the threads and the batching so far (Trio-style statistics()).
    *

@@ -459,6 +459,11 @@ export class LoopThread implements LoopRef {
     return this.#closing;
   }
 
+  /** `await using lt = await LoopThread.start(...)`: `close()` when the scope ends. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
   /** End the thread at once (Worker.terminate); pending calls fail. */
   terminate(): YieldablePromise<void> {
     this.#terminated = true;

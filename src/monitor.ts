@@ -61,6 +61,8 @@ export interface Monitor {
   statistics(): MonitorStatistics;
   /** Stop serving. */
   close(): YieldablePromise<void>;
+  /** `await using monitor = await startMonitor(...)`: `close()` when the scope ends. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** How long each thread has to answer the page's snapshot, in seconds, by default. */
@@ -185,20 +187,22 @@ async function start(options: MonitorOptions): Promise<Monitor> {
   const address = server.address() as AddressInfo;
   accepted = acceptedHosts(address, host, allowed);
   let closing: YieldablePromise<void> | null = null;
+  const close = (): YieldablePromise<void> => {
+    closing ??= yieldable(
+      new Promise<void>((resolve) => {
+        snapshots.close();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+    );
+    return closing;
+  };
   return {
     url: `http://${asHostName(address.address)}:${address.port}/`,
     port: address.port,
     statistics: (): MonitorStatistics => ({ requests, refused, snapshots: snapshots.taken }),
-    close(): YieldablePromise<void> {
-      closing ??= yieldable(
-        new Promise<void>((resolve) => {
-          snapshots.close();
-          server.close(() => resolve());
-          server.closeAllConnections();
-        }),
-      );
-      return closing;
-    },
+    close,
+    [Symbol.asyncDispose]: close,
   };
 }
 
