@@ -156,6 +156,17 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
       expect(kinds.point).toBeInstanceOf(Point);
     });
 
+    it('carries Node Buffers as Buffers, both ways, wherever they sit in a value', async () => {
+      const made = executor();
+      const small = Buffer.from('hello');
+      const back = (await resultOf(made.submit(echo, { small, list: [small, Buffer.alloc(3, 7)] }))) as { small: Buffer; list: Buffer[] };
+      expect(Buffer.isBuffer(back.small)).toBe(true);
+      expect(back.small.toString()).toBe('hello');
+      expect(back.list[0]).toBe(back.small);
+      expect(Buffer.isBuffer(back.list[1])).toBe(true);
+      expect([...back.list[1]!]).toEqual([7, 7, 7]);
+    });
+
     it('gives back exactly the primitives and arrays JSON would change (-0, NaN, holes, undefined, lone surrogates)', async () => {
       const made = executor();
       const sparse = [1, 2, 3];

@@ -9,6 +9,7 @@
  * library's, the built-ins, and the classes registered with `registerClass()` in both threads
  * (a receiver that does not know a registered class gets the nearest class it knows).
  */
+import { bufferOf, bytesOf } from './buffers.js';
 import { isNativeError } from 'node:util/types';
 import * as exceptions from '../exceptions.js';
 import { ExceptionGroup, IncompleteReadError, LimitOverrunError, SystemExit } from '../exceptions.js';
@@ -40,6 +41,8 @@ export interface EncodedErrorObject {
   readonly props?: Record<string, unknown>;
   /** The keys of `props` that hold encoded errors. */
   readonly errorKeys?: string[];
+  /** The keys of `props` that hold the bytes of a Buffer (made a Buffer again on arrival). */
+  readonly bufferKeys?: string[];
 }
 
 /** A thrown value that is not an Error: itself when cloneable, else a description. */
@@ -175,7 +178,7 @@ class Encoder {
   }
 
   /** `depth` is that of nested errors, or -1 when they are too deep to keep. */
-  #encodeProps(error: Error, encoded: { props?: Record<string, unknown>; errorKeys?: string[] }, depth: number): void {
+  #encodeProps(error: Error, encoded: { props?: Record<string, unknown>; errorKeys?: string[]; bufferKeys?: string[] }, depth: number): void {
     let keys: string[];
     try {
       keys = Object.keys(error);
@@ -189,6 +192,9 @@ class Encoder {
         if (depth < 0) continue;
         (encoded.errorKeys ??= []).push(key);
         define((encoded.props ??= {}), key, this.encode(value, depth), true);
+      } else if (Buffer.isBuffer(value)) {
+        (encoded.bufferKeys ??= []).push(key);
+        define((encoded.props ??= {}), key, bytesOf(value), true);
       } else {
         define((encoded.props ??= {}), key, cloneable(value), true);
       }
@@ -232,9 +238,10 @@ class Decoder {
       if (error instanceof ExceptionGroup) define(error, 'exceptions', Object.freeze([...members]), true);
     }
     const errorKeys = Array.isArray(encoded.errorKeys) ? encoded.errorKeys : [];
+    const bufferKeys = Array.isArray(encoded.bufferKeys) ? encoded.bufferKeys : [];
     // Defined, not assigned: a key `__proto__` stays a property, it does not choose the prototype.
     for (const key of Object.keys(props)) {
-      const value = errorKeys.includes(key) ? this.decode(props[key] as EncodedError) : props[key];
+      const value = errorKeys.includes(key) ? this.decode(props[key] as EncodedError) : bufferKeys.includes(key) ? bufferOf(props[key]) : props[key];
       define(error, key, value, true);
     }
     return error;

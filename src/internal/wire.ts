@@ -11,6 +11,7 @@
  * TypeError that names the class.
  */
 import { classNamed, classOf, anyClassRegistered, copyFields, type ClassEntry } from './classes.js';
+import { bufferOf, bytesOf } from './buffers.js';
 import { decodeError, encodeError, type EncodedError } from './errors.js';
 import { isNativeError } from 'node:util/types';
 
@@ -98,7 +99,7 @@ function needsEncoding(root: object, what: string): boolean {
       }
     } else if (node instanceof Set) {
       for (const item of node) push(pending, item);
-    } else if (isNativeError(node) || node instanceof Error) {
+    } else if (isNativeError(node) || node instanceof Error || Buffer.isBuffer(node)) {
       found = true;
     } else if (anyClassRegistered() && classOf(node) !== undefined) {
       found = true;
@@ -199,6 +200,11 @@ class Encoder {
       this.#made.set(value, record);
       return record;
     }
+    if (Buffer.isBuffer(value)) {
+      const record = { [WIRE]: 'buffer', bytes: bytesOf(value) };
+      this.#made.set(value, record);
+      return record;
+    }
     const proto = Object.getPrototypeOf(value) as object | null;
     const entry = proto === Object.prototype || proto === null ? undefined : classOf(value);
     if (entry !== undefined) {
@@ -257,6 +263,11 @@ class Decoder {
       }
       case 'class':
         return this.#instance(record);
+      case 'buffer': {
+        const buffer = bufferOf(record.bytes);
+        this.#made.set(value, buffer);
+        return buffer;
+      }
       default:
         break;
     }
