@@ -10,6 +10,7 @@ import { bullmqWorkloads } from './bullmq.js';
 import { executorWorkloads } from './executor.js';
 import { healthWorkloads } from './health.js';
 import { ioWorkloads } from './io.js';
+import { poolWorkloads } from './pool.js';
 import { monitorWorkloads } from './monitor.js';
 import { threadWorkloads } from './threads.js';
 import { toolkitWorkloads } from './toolkit.js';
@@ -24,6 +25,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['core', coreWorkloads],
   ['toolkit', toolkitWorkloads],
   ['threads', threadWorkloads],
+  ['pool', poolWorkloads],
   ['executor', executorWorkloads],
   ['io', ioWorkloads],
   ['bullmq', bullmqWorkloads],

@@ -217,6 +217,7 @@ export class LoopThread implements LoopRef {
   #lastLink: Link | null = null;
   #terminated = false;
   readonly #heartbeat: Float64Array | null;
+  #deathWatchers: Array<(error: Error) => void> = [];
 
   protected constructor(
     worker: Worker,
@@ -526,6 +527,19 @@ export class LoopThread implements LoopRef {
     if (this.#death !== null) return;
     this.#death = makeError;
     for (const link of this.#links.values()) link._fail(makeError);
+    const watchers = this.#deathWatchers;
+    this.#deathWatchers = [];
+    for (const watcher of watchers) watcher(makeError());
+  }
+
+  /**
+   * @internal Call `watcher` with the error calls fail with once the thread is gone (closed,
+   * exited, crashed, terminated); at once, from a microtask, when it is gone already.
+   */
+  _onDeath(watcher: (error: Error) => void): void {
+    const death = this.#death;
+    if (death !== null) queueMicrotask(() => watcher(death()));
+    else this.#deathWatchers.push(watcher);
   }
 }
 

@@ -36,6 +36,7 @@ const EXPECTED_EXPORTS = [
   'Lock',
   'LookupError',
   'LoopThread',
+  'LoopThreadPool',
   'PIPE',
   'PiscinaExecutor',
   'PriorityQueue',

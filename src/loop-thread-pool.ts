@@ -1,0 +1,375 @@
+/**
+ * A pool of LoopThreads hosting one module, that heals: each call goes to the thread with the
+ * fewest calls in flight; a thread that dies fails only its own calls and is replaced, within a
+ * restart budget. Built on LoopThread's public face: every thread is a LoopThread named
+ * `<pool>-<i>`, so ps() and pstree() list the pool's threads by their names.
+ */
+import { availableParallelism } from 'node:os';
+import type { ConcurrentFuture } from './concurrent.js';
+import type { YieldablePromise } from './coroutines.js';
+import { getEventLoop } from './events.js';
+import { RuntimeError } from './exceptions.js';
+import type { Future } from './futures.js';
+import { repr } from './internal/format.js';
+import { _getRunningLoop } from './internal/running.js';
+import type { EventLoop } from './base-events.js';
+import { yieldable } from './internal/yieldable.js';
+import { LoopThread, type LoopRef, type RemoteProxy } from './loop-thread.js';
+import { gather } from './tasks.js';
+
+/** Options of `LoopThreadPool.start`. */
+export interface LoopThreadPoolOptions {
+  /** How many LoopThreads (default: the machine's available parallelism). */
+  size?: number;
+  /** A name: threads are named `${name}-0`, `${name}-1`... (default `LoopThreadPool-<n>`). */
+  name?: string;
+  /**
+   * Replace a thread that dies: at most `max` replacements within `within` seconds (defaults 5
+   * within 60); past that the pool is broken and every call fails at once with a RuntimeError
+   * naming the last cause. `false`: never replace (the pool shrinks).
+   */
+  restart?: { max?: number; within?: number } | false;
+  /** What the threads may call back in the starting loop (as LoopThread's `expose`). */
+  expose?: Record<string, (...args: never[]) => unknown>;
+}
+
+/** The figures of `pool.statistics()`. */
+export interface LoopThreadPoolStatistics {
+  /** Threads alive now. */
+  size: number;
+  /** Calls sent and not settled, per thread slot, in slot order. */
+  inFlight: number[];
+  /** Calls settled with a result. */
+  completed: number;
+  /** Calls settled with an error, or cancelled. */
+  failed: number;
+  /** Threads started to replace dead ones (those that failed to start included). */
+  restarts: number;
+}
+
+let poolCounter = 0;
+
+/** One place of the pool: its thread (null while it is replaced, or for good), and its calls in flight. */
+class Slot {
+  thread: LoopThread | null = null;
+  inFlight = 0;
+  /** Counts one call of this slot as settled; one function per slot, not one per call. */
+  readonly settled: (future: { cancelled(): boolean; exception(): unknown }) => void;
+
+  constructor(
+    readonly index: number,
+    tally: (failed: boolean) => void,
+  ) {
+    this.settled = (future) => {
+      this.inFlight--;
+      tally(future.cancelled() || future.exception() !== null);
+    };
+  }
+}
+
+/**
+ * N LoopThreads hosting the same module. `call`, `callSoonThreadsafe`, `submit` and `proxy` go to
+ * the thread with the fewest calls in flight; `broadcast` calls every thread. A thread that dies
+ * fails only its own calls in flight (with its death error, as a LoopThread's) and is replaced
+ * under the restart policy; while no thread is alive, calls wait for a replacement. Past the
+ * restart budget (a replacement that fails to start counts too) the pool is broken: every call
+ * fails at once with a RuntimeError whose cause is the last death.
+ *
+ * @example
+ * ```ts
+ * function* main(): Coroutine<void> {
+ *   await using pool = yield* LoopThreadPool.start(new URL('./resize.js', import.meta.url), { size: 4, name: 'resize' });
+ *   const sizes = yield* gather(...files.map((file) => pool.call<number>('resize', file)));
+ * }
+ * ```
+ */
+export class LoopThreadPool implements LoopRef {
+  /** The name the threads are named after. */
+  readonly name: string;
+  readonly #url: string | URL;
+  readonly #slots: Slot[];
+  readonly #restart: { max: number; within: number } | null;
+  readonly #expose: Record<string, (...args: never[]) => unknown> | undefined;
+  /** The loop that started the pool: exposed functions run in it, so replacements start from it. */
+  readonly #loop: EventLoop | null = _getRunningLoop();
+  /** When each replacement started (ms, monotonic), for the restart budget. */
+  readonly #restarts: number[] = [];
+  #restartCount = 0;
+  #completed = 0;
+  #failed = 0;
+  /** Where the next call's search starts: ties go round the slots. */
+  #next = 0;
+  /** Calls that wait for a thread (none alive, some being replaced). */
+  #waiting: Array<() => void> = [];
+  #broken: Error | null = null;
+  #closing: YieldablePromise<void> | null = null;
+  readonly #tally = (failed: boolean): void => {
+    if (failed) this.#failed++;
+    else this.#completed++;
+  };
+
+  private constructor(url: string | URL, name: string, size: number, restart: { max: number; within: number } | null, expose: LoopThreadPoolOptions['expose']) {
+    this.#url = url;
+    this.name = name;
+    this.#restart = restart;
+    this.#expose = expose;
+    this.#slots = Array.from({ length: size }, (_, i) => new Slot(i, this.#tally));
+  }
+
+  /**
+   * Start `size` LoopThreads hosting the module at `moduleUrl`; resolves once every one runs,
+   * rejects with the first one's error when one cannot start (the others are closed again).
+   */
+  static start(moduleUrl: string | URL, options: LoopThreadPoolOptions = {}): YieldablePromise<LoopThreadPool> {
+    return yieldable(LoopThreadPool.#start(moduleUrl, options));
+  }
+
+  static async #start(moduleUrl: string | URL, options: LoopThreadPoolOptions): Promise<LoopThreadPool> {
+    if (options === null || typeof options !== 'object') throw new TypeError(`LoopThreadPool.start() options must be an object, got ${repr(options)}`);
+    const size = options.size ?? availableParallelism();
+    if (!Number.isSafeInteger(size) || size < 1) throw new RangeError(`LoopThreadPool.start() options.size must be a positive integer, got ${repr(options.size)}`);
+    const name = options.name ?? `LoopThreadPool-${++poolCounter}`;
+    if (typeof name !== 'string' || name === '') throw new TypeError(`LoopThreadPool.start() options.name must be a non-empty string, got ${repr(options.name)}`);
+    const pool = new LoopThreadPool(moduleUrl, name, size, restartPolicy(options.restart), options.expose);
+    const started = await Promise.allSettled(pool.#slots.map((slot) => pool.#startThread(slot)));
+    const failure = started.find((outcome) => outcome.status === 'rejected');
+    if (failure !== undefined) {
+      await pool.close();
+      throw (failure as PromiseRejectedResult).reason;
+    }
+    return pool;
+  }
+
+  /** The number of thread slots (threads alive: `statistics().size`). */
+  get size(): number {
+    return this.#slots.length;
+  }
+
+  /** Run export `name` in the thread with the fewest calls in flight; a Future of the caller's loop. */
+  call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
+    const slot = this.#pick();
+    if (slot !== null) {
+      const future = (slot.thread as LoopThread).call<T>(name, ...args);
+      slot.inFlight++;
+      future.addDoneCallback(slot.settled);
+      return future;
+    }
+    const future = getEventLoop().createFuture<T>();
+    this.#later(future, () => this.call<T>(name, ...args));
+    return future;
+  }
+
+  /**
+   * Schedule a call of export `name` in the thread with the fewest calls in flight; returns at
+   * once. Nothing to wait on: while no thread is alive it throws, as `submit` does.
+   */
+  callSoonThreadsafe(name: string, ...args: unknown[]): void {
+    const slot = this.#pick() ?? this.#failNow();
+    (slot.thread as LoopThread).callSoonThreadsafe(name, ...args);
+  }
+
+  /** Call export `name` in the thread with the fewest calls in flight; `result(timeout)` may block until it is done. */
+  submit<T = unknown>(name: string, ...args: unknown[]): ConcurrentFuture<T> {
+    const slot = this.#pick() ?? this.#failNow();
+    const future = (slot.thread as LoopThread).submit<T>(name, ...args);
+    slot.inFlight++;
+    future.addDoneCallback(slot.settled);
+    return future;
+  }
+
+  /** Call export `name` in every live thread; a Future of their results in slot order (gather's rules). */
+  broadcast<T = unknown>(name: string, ...args: unknown[]): Future<T[]> {
+    this.#check();
+    const calls: Array<Future<T>> = [];
+    for (const slot of this.#slots) {
+      if (slot.thread === null || slot.thread.isDead()) continue;
+      const future = slot.thread.call<T>(name, ...args);
+      slot.inFlight++;
+      future.addDoneCallback(slot.settled);
+      calls.push(future);
+    }
+    return gather(calls) as unknown as Future<T[]>;
+  }
+
+  /** A typed view: `pool.proxy<typeof import('./svc.js')>().add(1, 2)` is a `Future<number>`. */
+  proxy<M>(): RemoteProxy<M> {
+    return new Proxy(Object.create(null) as object, {
+      get: (_target, property) => {
+        // Not a thenable: `await proxy` must not look for `then`.
+        if (typeof property !== 'string' || property === 'then') return undefined;
+        return (...args: unknown[]) => this.call(property, ...args);
+      },
+    }) as RemoteProxy<M>;
+  }
+
+  /** The pool's live threads, in slot order. */
+  threads(): readonly LoopThread[] {
+    return this.#slots.flatMap((slot) => (slot.thread === null || slot.thread.isDead() ? [] : [slot.thread]));
+  }
+
+  /** Threads alive, calls in flight per slot, calls settled, replacements started. */
+  statistics(): LoopThreadPoolStatistics {
+    return {
+      size: this.threads().length,
+      inFlight: this.#slots.map((slot) => slot.inFlight),
+      completed: this.#completed,
+      failed: this.#failed,
+      restarts: this.#restartCount,
+    };
+  }
+
+  /** Stop every thread as LoopThread.close does; calls waiting for a thread fail. Idempotent. */
+  close(): YieldablePromise<void> {
+    if (this.#closing !== null) return this.#closing;
+    this.#broken ??= new RuntimeError(`LoopThreadPool '${this.name}' is closed`);
+    this.#flushWaiting();
+    this.#closing = yieldable(Promise.all(this.#slots.map((slot) => slot.thread?.close())).then(() => undefined));
+    return this.#closing;
+  }
+
+  /** `await using pool = await LoopThreadPool.start(...)`: `close()` when the scope ends. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** The repr. */
+  toString(): string {
+    return `<LoopThreadPool '${this.name}' ${this.threads().length}/${this.#slots.length} threads${this.#broken === null ? '' : this.#closing !== null ? ' closed' : ' broken'}>`;
+  }
+
+  /** The live slot with the fewest calls in flight (ties round the slots), or null when none is alive. Throws when broken. */
+  #pick(): Slot | null {
+    this.#check();
+    const slots = this.#slots;
+    const n = slots.length;
+    let best: Slot | null = null;
+    for (let k = 0, i = this.#next; k < n; k++, i = i + 1 === n ? 0 : i + 1) {
+      const slot = slots[i] as Slot;
+      if (slot.thread === null || slot.thread.isDead()) continue;
+      if (best === null || slot.inFlight < best.inFlight) {
+        best = slot;
+        if (slot.inFlight === 0) break;
+      }
+    }
+    if (best !== null) this.#next = best.index + 1 === n ? 0 : best.index + 1;
+    return best;
+  }
+
+  #check(): void {
+    if (this.#broken !== null) throw this.#broken;
+  }
+
+  /** For submit(), which cannot wait: no thread is alive now. */
+  #failNow(): never {
+    throw new RuntimeError(`LoopThreadPool '${this.name}' has no thread alive now (its threads are being replaced)`);
+  }
+
+  /** Run `dispatch` once a thread is alive, settling `future` as the call it makes; cancelling `future` drops it. */
+  #later<T>(future: Future<T>, dispatch: () => Future<T>): void {
+    const loop = future.getLoop();
+    const send = (): void => {
+      if (future.done()) return;
+      let call: Future<T>;
+      try {
+        call = dispatch();
+      } catch (error) {
+        future.setException(error as Error);
+        return;
+      }
+      call.addDoneCallback((done) => {
+        if (future.done()) return;
+        if (done.cancelled()) future.cancel();
+        else if (done.exception() !== null) future.setException(done.exception() as Error);
+        else future.setResult(done.result());
+      });
+      future.addDoneCallback(() => {
+        if (future.cancelled()) call.cancel();
+      });
+    };
+    // Sent from the caller's loop (its link, its Future), whichever thread event frees a thread.
+    this.#waiting.push(() => {
+      if (!loop.isClosed()) loop.callSoonThreadsafe(send);
+    });
+  }
+
+  /** Run the calls that waited for a thread (or fail them, when the pool is broken or closed). */
+  #flushWaiting(): void {
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const dispatch of waiting) dispatch();
+  }
+
+  /** Start a thread in `slot`; once it runs, calls that waited go; when it dies, it is replaced. */
+  async #startThread(slot: Slot): Promise<void> {
+    const options = { name: `${this.name}-${slot.index}`, ...(this.#expose === undefined ? {} : { expose: this.#expose }) };
+    const thread = await LoopThread.start(this.#url, options);
+    if (this.#closing !== null) {
+      await thread.close();
+      return;
+    }
+    slot.thread = thread;
+    thread._onDeath((error) => this.#died(slot, thread, error));
+    this.#flushWaiting();
+  }
+
+  /** A replacement for `slot`: started from the pool's loop when the threads may call back into it (expose). */
+  #spawn(slot: Slot): Promise<void> {
+    const loop = this.#loop;
+    if (this.#expose === undefined || loop === null) return this.#startThread(slot);
+    return new Promise<void>((resolve, reject) => {
+      if (loop.isClosed()) reject(new RuntimeError(`the loop that started LoopThreadPool '${this.name}' is closed: its exposed functions cannot run`));
+      else loop.callSoonThreadsafe(() => this.#startThread(slot).then(resolve, reject));
+    });
+  }
+
+  /** `thread` of `slot` died of `error`: replace it while the budget allows, else the pool is broken. */
+  #died(slot: Slot, thread: LoopThread, error: Error): void {
+    if (slot.thread !== thread || this.#closing !== null) return;
+    slot.thread = null;
+    this.#replace(slot, error);
+  }
+
+  #replace(slot: Slot, cause: Error): void {
+    const policy = this.#restart;
+    if (policy === null) {
+      if (this.threads().length === 0) this.#breakDown(`all its threads died (restart: false)`, cause);
+      return;
+    }
+    const now = performance.now();
+    const restarts = this.#restarts;
+    while (restarts.length > 0 && (restarts[0] as number) <= now - policy.within * 1000) restarts.shift();
+    if (restarts.length >= policy.max) {
+      this.#breakDown(`${policy.max} threads replaced within ${policy.within} s, and another died`, cause);
+      return;
+    }
+    restarts.push(now);
+    this.#restartCount++;
+    const replacing = this.#spawn(slot);
+    replacing.catch((failure: unknown) => {
+      if (this.#closing !== null || this.#broken !== null) return;
+      this.#replace(slot, failure instanceof Error ? failure : new RuntimeError(String(failure)));
+    });
+  }
+
+  /** No more replacements: every call now fails at once, naming the last cause; the threads still alive are closed. */
+  #breakDown(why: string, cause: Error): void {
+    if (this.#broken !== null) return;
+    this.#broken = new RuntimeError(`LoopThreadPool '${this.name}' is broken: ${why}; the last cause: ${cause.message}`, { cause });
+    this.#flushWaiting();
+    for (const slot of this.#slots) void slot.thread?.close();
+  }
+}
+
+/** The restart option checked: the budget, or null for `false`. */
+function restartPolicy(restart: LoopThreadPoolOptions['restart']): { max: number; within: number } | null {
+  if (restart === false) return null;
+  if (restart === undefined) return { max: 5, within: 60 };
+  if (restart === null || typeof restart !== 'object') throw new TypeError(`LoopThreadPool.start() options.restart must be false or { max?, within? }, got ${repr(restart)}`);
+  const { max = 5, within = 60 } = restart;
+  if (!Number.isSafeInteger(max) || max < 0) throw new RangeError(`LoopThreadPool.start() options.restart.max must be a non-negative integer, got ${repr(max)}`);
+  if (typeof within !== 'number' || !(within > 0) || !Number.isFinite(within)) {
+    throw new RangeError(`LoopThreadPool.start() options.restart.within must be a positive number of seconds, got ${repr(within)}`);
+  }
+  return { max, within };
+}
+

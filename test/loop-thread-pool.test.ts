@@ -1,0 +1,204 @@
+/**
+ * LoopThreadPool across real threads: calls go to the thread with the fewest in flight (cancelled
+ * calls counted out), broadcast reaches every thread in order, a thread that exits mid-call fails
+ * only its own calls and is replaced, the restart budget runs out (a failing restart counts),
+ * restart: false shrinks the pool, bad options and a closed pool say what is wrong.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CancelledError, LoopThreadPool, RuntimeError, getRunningLoop, pstree, run, sleep, type Coroutine } from '../src/index.js';
+
+const SERVICE = new URL('./fixtures/pool-service.mjs', import.meta.url);
+const scratch = mkdtempSync(join(tmpdir(), 'multiloop-pool-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** Wait until `check` holds, a loop iteration at a time (bounded). */
+function* until(check: () => boolean, what: string): Coroutine<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (check()) return;
+    yield* sleep(0.005);
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+describe('LoopThreadPool', () => {
+  it('sends each call to the thread with the fewest calls in flight, counts cancelled calls out, and broadcasts in slot order', async () => {
+    const seen = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const pool = yield* LoopThreadPool.start(SERVICE, { size: 2, name: 'least' });
+        try {
+          const ids = pool.threads().map((thread) => thread.threadId);
+          const first = pool.call<number>('hold', 3600);
+          const second = pool.call<number>('hold', 3600);
+          const busy = pool.statistics().inFlight;
+          first.cancel();
+          yield* until(() => pool.statistics().inFlight[0] === 0, 'the cancelled call counted out');
+          const third = pool.call<number>('hold', 0);
+          const afterCancel = pool.statistics().inFlight;
+          const thirdOn = yield* third;
+          second.cancel();
+          yield* until(() => pool.statistics().inFlight.every((n) => n === 0), 'every call counted out');
+          const everyone = yield* pool.broadcast<number>('whoami');
+          const names = (yield* pstree()).split('\n').filter((line) => line.startsWith('least-')).map((line) => line.split(' ')[0]).sort();
+          let cancelled = false;
+          try {
+            yield* first;
+          } catch (error) {
+            cancelled = error instanceof CancelledError;
+          }
+          return { ids, busy, afterCancel, thirdOn, everyone, stats: pool.statistics(), names, cancelled };
+        } finally {
+          yield* pool.close();
+        }
+      })(),
+    );
+    const ids = seen.ids as number[];
+    expect(seen.busy).toEqual([1, 1]);
+    // The slot whose call was cancelled is the free one: the next call goes there.
+    expect(seen.afterCancel).toEqual([1, 1]);
+    expect(seen.thirdOn).toBe(ids[0]);
+    expect(seen.everyone).toEqual(ids);
+    expect(seen.cancelled).toBe(true);
+    expect(seen.stats).toEqual({ size: 2, inFlight: [0, 0], completed: 3, failed: 2, restarts: 0 });
+    expect(seen.names).toEqual(['least-0', 'least-1']);
+  });
+
+  it('fails only the calls of a thread that exits mid-call, and replaces the thread', async () => {
+    const seen = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const pool = yield* LoopThreadPool.start(SERVICE, { size: 2, name: 'healing' });
+        try {
+          const [a, b] = pool.threads().map((thread) => thread.threadId);
+          const dying = pool.call('dieIn', 0.05, 7);
+          const surviving = pool.call<number>('hold', 0.2);
+          let death: unknown = null;
+          try {
+            yield* dying;
+          } catch (error) {
+            death = error;
+          }
+          const survivor = yield* surviving;
+          yield* until(() => pool.statistics().size === 2, 'the replacement runs');
+          const after = pool.threads().map((thread) => thread.threadId);
+          const answers = yield* pool.broadcast<number>('whoami');
+          return { a, b, death, survivor, after, answers, stats: pool.statistics() };
+        } finally {
+          yield* pool.close();
+        }
+      })(),
+    );
+    expect(seen.death).toBeInstanceOf(RuntimeError);
+    expect((seen.death as Error).message).toBe(`LoopThread 'healing-0' (thread ${seen.a}) died: it exited with code 7`);
+    expect(seen.survivor).toBe(seen.b);
+    const after = seen.after as number[];
+    expect(after[1]).toBe(seen.b);
+    expect(after[0]).not.toBe(seen.a);
+    expect(seen.answers).toEqual(after);
+    expect(seen.stats).toMatchObject({ size: 2, restarts: 1, completed: 3, failed: 1 });
+  });
+
+  it('breaks past its restart budget, a restart that fails counting too, and then fails every call at once naming the last cause', async () => {
+    const marker = join(scratch, 'fail-imports');
+    process.env.POOL_FAIL_MARKER = marker;
+    try {
+      const seen = await run(
+        (function* (): Coroutine<Record<string, unknown>> {
+          const pool = yield* LoopThreadPool.start(SERVICE, { size: 1, name: 'budget', restart: { max: 2, within: 60 } });
+          try {
+            // From now on a new thread cannot load the module: both replacements fail.
+            writeFileSync(marker, '');
+            pool.callSoonThreadsafe('dieIn', 0, 1);
+            let broken: unknown = null;
+            for (let i = 0; i < 2000 && broken === null; i++) {
+              try {
+                pool.callSoonThreadsafe('whoami');
+              } catch (error) {
+                if ((error as Error).message.includes('is broken')) broken = error;
+              }
+              yield* sleep(0.005);
+            }
+            let call: unknown = null;
+            try {
+              yield* pool.call('whoami');
+            } catch (error) {
+              call = error;
+            }
+            return { broken, call, stats: pool.statistics() };
+          } finally {
+            yield* pool.close();
+          }
+        })(),
+      );
+      expect(seen.broken).toBeInstanceOf(RuntimeError);
+      expect((seen.broken as Error).message).toBe("LoopThreadPool 'budget' is broken: 2 threads replaced within 60 s, and another died; the last cause: the module cannot load now");
+      expect(((seen.broken as Error).cause as Error).message).toBe('the module cannot load now');
+      expect(seen.call).toBe(seen.broken);
+      expect(seen.stats).toMatchObject({ size: 0, restarts: 2 });
+    } finally {
+      delete process.env.POOL_FAIL_MARKER;
+      rmSync(marker, { force: true });
+    }
+  });
+
+  it('with restart: false shrinks as its threads die, and breaks when none is left', async () => {
+    const seen = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const pool = yield* LoopThreadPool.start(SERVICE, { size: 2, name: 'shrinking', restart: false });
+        try {
+          const [a, b] = pool.threads().map((thread) => thread.threadId);
+          let first = 'returned';
+          try {
+            yield* pool.call('dieIn', 0, 0);
+          } catch (error) {
+            first = (error as Error).message;
+          }
+          yield* until(() => pool.statistics().size === 1, 'the pool shrinks');
+          const survivor = yield* pool.call<number>('whoami');
+          const again = yield* pool.call<number>('whoami');
+          pool.callSoonThreadsafe('dieIn', 0, 0);
+          let broken: unknown = null;
+          for (let i = 0; i < 2000 && broken === null; i++) {
+            try {
+              pool.call('whoami').cancel();
+            } catch (error) {
+              broken = error;
+            }
+            yield* sleep(0.005);
+          }
+          return { a, b, first, survivor, again, broken, stats: pool.statistics() };
+        } finally {
+          yield* pool.close();
+        }
+      })(),
+    );
+    expect(seen.first).toBe(`LoopThread 'shrinking-0' (thread ${seen.a}) died: it exited with code 0`);
+    expect([seen.survivor, seen.again]).toEqual([seen.b, seen.b]);
+    expect((seen.broken as Error).message).toBe(
+      `LoopThreadPool 'shrinking' is broken: all its threads died (restart: false); the last cause: LoopThread 'shrinking-1' (thread ${seen.b}) died: it exited with code 0`,
+    );
+    expect(seen.stats).toMatchObject({ size: 0, restarts: 0 });
+  });
+
+  it('refuses bad options, naming them, and says a closed pool is closed', async () => {
+    await expect(LoopThreadPool.start(SERVICE, { size: 0 })).rejects.toThrow(new RangeError('LoopThreadPool.start() options.size must be a positive integer, got 0'));
+    await expect(LoopThreadPool.start(SERVICE, { restart: { max: -1 } })).rejects.toThrow(new RangeError('LoopThreadPool.start() options.restart.max must be a non-negative integer, got -1'));
+    await expect(LoopThreadPool.start(SERVICE, { restart: { within: 0 } })).rejects.toThrow(new RangeError('LoopThreadPool.start() options.restart.within must be a positive number of seconds, got 0'));
+    await expect(LoopThreadPool.start(SERVICE, { name: '' })).rejects.toThrow(new TypeError("LoopThreadPool.start() options.name must be a non-empty string, got ''"));
+    await expect(LoopThreadPool.start(SERVICE, { restart: 'always' as never })).rejects.toThrow(TypeError);
+    const message = await run(
+      (function* (): Coroutine<string> {
+        const pool = yield* LoopThreadPool.start(SERVICE, { size: 1, name: 'closing' });
+        yield* pool.close();
+        try {
+          pool.call('whoami');
+          return 'no error';
+        } catch (error) {
+          return `${(error as Error).name}: ${(error as Error).message} (${String(getRunningLoop().isRunning())})`;
+        }
+      })(),
+    );
+    expect(message).toBe("RuntimeError: LoopThreadPool 'closing' is closed (true)");
+  });
+});
