@@ -318,6 +318,47 @@ export function _endLazy(owner: { _context: Context | VarMap }): void {
   _exit(previous);
 }
 
+/**
+ * @internal Run `step(owner)` in `owner`'s context (a Context, or variables entered lazily as a
+ * Task's step does) in the middle of whatever runs now: an eager task's first step, from inside
+ * another task's step or a callback. That code's context, its pending lazy step and the reusable
+ * context it may be using are put back afterwards, as it left them. Throws like `Context.run`
+ * when `owner`'s Context is entered already, before `step` runs.
+ */
+export function _runNested<O extends { _context: Context | VarMap }>(owner: O, step: (owner: O) => void): void {
+  const outerCurrent = current;
+  const outerLazyOwner = lazyOwner;
+  const outerLazyPrevious = lazyPrevious;
+  const outerVars = scratch._vars;
+  const outerOwner = scratch._owner;
+  lazyOwner = null;
+  lazyPrevious = null;
+  try {
+    const context = owner._context;
+    if (context instanceof Context) {
+      _enter(context);
+      try {
+        step(owner);
+      } finally {
+        current._entered = false;
+      }
+    } else {
+      lazyOwner = owner;
+      try {
+        step(owner);
+      } finally {
+        _endLazy(owner);
+      }
+    }
+  } finally {
+    current = outerCurrent;
+    lazyOwner = outerLazyOwner;
+    lazyPrevious = outerLazyPrevious;
+    scratch._vars = outerVars;
+    scratch._owner = outerOwner;
+  }
+}
+
 /** @internal Enter `context` for a loop callback; throws like `Context.run` when it is entered already. */
 export function _enter(context: Context): Context {
   if (context._entered) {
