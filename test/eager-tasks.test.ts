@@ -258,6 +258,29 @@ describe('EagerTaskFactoryLoopTests (test_eager_task_factory)', () => {
     expect(excs).toHaveLength(2);
   });
 
+  it('staggeredRace with eager tasks: each attempt waits until it is listed (gh-124309), so a cancel reaches them in start order', async () => {
+    setUp();
+    const log: string[] = [];
+    function* attempt(name: string): Coroutine<string> {
+      log.push(`${name} start ${loop.time()}`);
+      try {
+        yield* sleep(10);
+      } catch (e) {
+        log.push(`${name} ${(e as Error).name} ${loop.time()}`);
+        throw e;
+      }
+      return name;
+    }
+    function* main(): Coroutine<unknown> {
+      const race = loop.createTask(staggeredRace([() => attempt('a'), () => attempt('b')], 0.5));
+      yield* sleep(0.75);
+      race.cancel('enough');
+      return yield* race;
+    }
+    expectError(await reasonOf(run(main())), CancelledError, 'enough');
+    expect(log).toEqual(['a start 0', 'b start 0.5', 'a CancelledError 0.75', 'b CancelledError 0.75']);
+  });
+
   it('test_eager_start_false: an explicit eagerStart: false schedules the task', async () => {
     setUp();
     let name: string | null = null;
