@@ -127,11 +127,17 @@ function materialize(): void {
 }
 
 /**
- * A token returned by `ContextVar.set()`; pass it to `reset()` to restore the previous value.
+ * A token returned by `ContextVar.set()`; pass it to `reset()` to restore the previous value,
+ * or hold it with `using` (asyncio 3.14: a Token is a context manager), which resets the
+ * variable as the scope ends.
  *
  * @example
  * ```ts
  * const token = level.set(2); try { work(); } finally { level.reset(token); }
+ * {
+ *   using _ = level.set(3);
+ *   work(); // level is 3 here, 2 again after the block
+ * }
  * ```
  */
 export class Token<T> {
@@ -155,6 +161,23 @@ export class Token<T> {
     this.oldValue = oldValue;
     this._context = context;
     this._owner = context._owner;
+  }
+
+  /**
+   * Reset the variable to its value before the `set()` that returned this token, as the scope
+   * of a `using` declaration ends (asyncio 3.14's `Token.__exit__`: `var.reset(token)`, with
+   * its errors: a token used already, made in another context).
+   *
+   * @example
+   * ```ts
+   * function handle(request: Request): void {
+   *   using _ = requestId.set(request.id);
+   *   serve(request);
+   * } // requestId is back to its previous value, however serve() ended
+   * ```
+   */
+  [Symbol.dispose](): void {
+    this.var.reset(this);
   }
 
   /** The repr, also in `util.inspect` and console.log (no internals). */
