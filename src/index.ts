@@ -60,6 +60,8 @@ export {
   sleep,
   wait,
   waitFor,
+  type AsCompletedIterator,
+  type CompletedInput,
   type GatherOptions,
   type GatherResults,
   type GatherResultsOrErrors,
