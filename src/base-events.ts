@@ -13,7 +13,7 @@ import { RuntimeError, _isEscaping } from './exceptions.js';
 import { Future, _reportUnretrieved, type LoopOption } from './futures.js';
 import { Handle, TimerHandle, type AnyCallback, type Runnable } from './handles.js';
 import { openAttachPoint } from './internal/attach/endpoint.js';
-import { Deque } from './internal/deque.js';
+import { Fifo } from './internal/fifo.js';
 import { INSPECT, repr, typeName } from './internal/format.js';
 import { TimerHeap } from './internal/heap.js';
 import { TIME_ORIGIN, currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
@@ -204,7 +204,7 @@ export class EventLoop {
     openAttachPoint();
   }
 
-  #ready = new Deque<Runnable>(64);
+  #ready = new Fifo<Runnable>();
   #scheduled = new TimerHeap<TimerHandle>();
   #timerCancelledCount = 0;
   #timerSeq = 0;
