@@ -1,15 +1,18 @@
 /**
- * Workloads of the core runtime: callSoon chain and burst, task spawn+complete, bare-yield
- * switches, timers with half cancelled, heap bytes per pending task.
+ * Workloads of the core runtime: callSoon chain and burst, task spawn+complete, 100k tasks +
+ * gather (lazy and eager tasks), bare-yield switches, timers with half cancelled, heap bytes per
+ * pending task.
  */
-import { newEventLoop, type Coroutine, type Future } from '../src/index.js';
-import { collectGarbage, freshPairs, median, medianOf, now, percentile, perSecond, type Row } from './harness.js';
+import { eagerTaskFactory, gather, newEventLoop, type Coroutine, type Future } from '../src/index.js';
+import { collectGarbage, freshPairs, freshSides, median, medianOf, now, percentile, perSecond, type Row } from './harness.js';
 
 const RUNS = 5;
 /** Processes of timer runs for each side (two runs each, after one to warm up). */
 const TIMER_ROUNDS = 7;
 /** Processes of task spawn runs for each side (three runs each, after one to warm up). */
 const SPAWN_ROUNDS = 3;
+/** Processes of 100k tasks + gather runs for each of its three sides (five runs each, after one to warm up). */
+const TASKS_ROUNDS = 4;
 
 export async function callSoonChain(count: number): Promise<number> {
   const loop = newEventLoop();
@@ -100,6 +103,39 @@ async function asyncFunctionSpawn(count: number): Promise<number> {
     await Promise.all(pending);
   }
   return perSecond(count, now() - started);
+}
+
+/**
+ * `count` tasks gathered by a main task, each returning at once (a cache hit, a validation, the
+ * calls eager tasks are for), with the default factory or `eagerTaskFactory`.
+ */
+async function tasksGather(count: number, eager: boolean): Promise<number> {
+  const loop = newEventLoop();
+  if (eager) loop.setTaskFactory(eagerTaskFactory);
+  const children = new Array<Coroutine<number>>(count);
+  function* main(): Coroutine<number> {
+    for (let i = 0; i < count; i++) children[i] = returnOne();
+    const results = yield* gather(children);
+    return results.length;
+  }
+  const started = now();
+  const length = await loop.runUntilComplete(main());
+  const took = now() - started;
+  loop.close();
+  if (length !== count) throw new Error(`gather returned ${length} results`);
+  return perSecond(count, took);
+}
+
+/** `count` async functions returning at once, awaited with Promise.all: the baseline of tasksGather. */
+async function asyncFunctionsAll(count: number): Promise<number> {
+  const fn = async (): Promise<number> => 1;
+  const started = now();
+  const pending = new Array<Promise<number>>(count);
+  for (let i = 0; i < count; i++) pending[i] = fn();
+  const results = await Promise.all(pending);
+  const took = now() - started;
+  if (results.length !== count) throw new Error('Promise.all lost results');
+  return perSecond(count, took);
 }
 
 function* spin(times: number): Coroutine<void> {
@@ -238,6 +274,13 @@ async function heapPerPendingAsyncFunction(count: number): Promise<number> {
 /** Task spawn+complete and its baseline (bench/solo.ts runs each in processes of its own). */
 export const spawnPair: [() => Promise<number>, () => Promise<number>] = [() => taskSpawn(500_000), () => asyncFunctionSpawn(500_000)];
 
+/** 100k lazy tasks + gather, 100k eager tasks + gather, 100k async functions + Promise.all (bench/solo.ts runs each in processes of its own). */
+export const tasksGatherSides: ReadonlyArray<() => Promise<number>> = [
+  () => tasksGather(100_000, false),
+  () => tasksGather(100_000, true),
+  () => asyncFunctionsAll(100_000),
+];
+
 /** 200k timers and 200k setTimeouts (bench/solo.ts runs each in processes of its own). */
 export const timerPair: [() => Promise<TimerResult>, () => Promise<TimerResult>] = [() => timers(200_000, 0.2), () => nodeTimers(200_000, 0.2)];
 
@@ -275,6 +318,25 @@ export async function coreWorkloads(log: (line: string) => void): Promise<Row[]>
     baselineName: 'async function + Promise.all',
     higherIsBetter: true,
     target: '>= 1.5 M/s',
+  });
+  const [lazyGathers, eagerGathers, promiseAlls] = freshSides<number>('tasks', 3, TASKS_ROUNDS, 5);
+  add({
+    workload: '100k tasks + gather',
+    unit: 'tasks/s',
+    value: median(lazyGathers as number[]),
+    baseline: median(promiseAlls as number[]),
+    baselineName: 'async functions + Promise.all',
+    higherIsBetter: true,
+    target: '>= 0.6x async functions + Promise.all',
+  });
+  add({
+    workload: '100k eager tasks + gather',
+    unit: 'tasks/s',
+    value: median(eagerGathers as number[]),
+    baseline: median(promiseAlls as number[]),
+    baselineName: 'async functions + Promise.all',
+    higherIsBetter: true,
+    target: '>= 1.5x async functions + Promise.all',
   });
   add({
     workload: 'bare-yield switches',

@@ -115,6 +115,28 @@ export function freshPairs<T>(name: string, rounds: number, runs: number): [T[],
   return sides;
 }
 
+/**
+ * `freshPairs` for workloads of more than two sides (bench/solo.ts): each of `sides` sides in
+ * processes of its own, `rounds` processes each, the order of the sides rotating from round to
+ * round so that each goes first, and last, as often; what every measured run returned, per side.
+ */
+export function freshSides<T>(name: string, sides: number, rounds: number, runs: number): T[][] {
+  const results: T[][] = Array.from({ length: sides }, () => []);
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < sides; i++) {
+      const side = (round + i) % sides;
+      const run = spawnSync(process.execPath, [SOLO, name, String(side), String(runs)], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+        maxBuffer: 1 << 20,
+      });
+      if (run.status !== 0) throw new Error(`bench/solo.js ${name} ${side} exited with ${run.status ?? run.signal}`);
+      (results[side] as T[]).push(...(JSON.parse(run.stdout) as T[]));
+    }
+  }
+  return results;
+}
+
 /** Operations per second of `count` operations that took `ms` milliseconds. */
 export function perSecond(count: number, ms: number): number {
   return (count / ms) * 1000;

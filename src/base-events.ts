@@ -13,7 +13,7 @@ import { RuntimeError, _isEscaping } from './exceptions.js';
 import { Future, _reportUnretrieved, type LoopOption } from './futures.js';
 import { Handle, TimerHandle, type AnyCallback, type Runnable } from './handles.js';
 import { openAttachPoint } from './internal/attach/endpoint.js';
-import { Deque } from './internal/deque.js';
+import { Fifo } from './internal/fifo.js';
 import { INSPECT, repr, typeName } from './internal/format.js';
 import { TimerHeap } from './internal/heap.js';
 import { TIME_ORIGIN, currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
@@ -98,16 +98,39 @@ export interface ExceptionContext {
 /** A custom exception handler (asyncio: `handler(loop, context)`). */
 export type ExceptionHandler = (loop: EventLoop, context: ExceptionContext) => void;
 
-/** Options accepted wherever a task is created. */
+/**
+ * Options accepted wherever a task is created.
+ *
+ * @example
+ * ```ts
+ * const options: TaskOptions = { name: 'fetch-1', eagerStart: true };
+ * ```
+ */
 export interface TaskOptions {
   /** The task's name (default `Task-<n>`). */
   name?: string;
   /** The context the task runs in (default: a copy of the current one). */
   context?: Context;
+  /**
+   * Run the first step inside `createTask` / the Task constructor when the loop is running
+   * (asyncio 3.12's eager_start, a `create_task` keyword from 3.14): a coroutine that finishes
+   * there gives a task already done, one that waits is scheduled as usual.
+   */
+  eagerStart?: boolean;
 }
 
-/** A task factory (asyncio: `factory(loop, coro, context=...)`); the name is applied afterwards with `setName`. */
-export type TaskFactory = (loop: EventLoop, coro: Coroutine<unknown>, options?: { context?: Context }) => Task<unknown>;
+/**
+ * A task factory (asyncio: `factory(loop, coro, **kwargs)`): `loop.createTask(coro, options)`
+ * calls `factory(loop, coro, options)`, or `factory(loop, coro)` without options, and returns
+ * what it returns. As in asyncio 3.14 the factory receives every option (`name`, `context`,
+ * `eagerStart`) and applies them itself, so that the name is in place during an eager first step.
+ *
+ * @example
+ * ```ts
+ * const factory: TaskFactory = (loop, coro, options) => new Task(coro, { ...options, loop });
+ * ```
+ */
+export type TaskFactory = (loop: EventLoop, coro: Coroutine<unknown>, options?: TaskOptions) => Task<unknown>;
 
 /** @internal Something that receives batches of operations from another thread. */
 export interface InboxReceiver {
@@ -181,7 +204,7 @@ export class EventLoop {
     openAttachPoint();
   }
 
-  #ready = new Deque<Runnable>(64);
+  #ready = new Fifo<Runnable>();
   #scheduled = new TimerHeap<TimerHandle>();
   #timerCancelledCount = 0;
   #timerSeq = 0;
@@ -424,11 +447,14 @@ export class EventLoop {
   }
 
   /**
-   * Wrap a coroutine in a Task scheduled on this loop (create_task).
+   * Wrap a coroutine in a Task scheduled on this loop, or started at once with `eagerStart`
+   * (create_task). With a task factory set, the factory makes the task from `options` (asyncio
+   * 3.14: every option is passed on, none applied afterwards).
    *
    * @example
    * ```ts
    * const task = loop.createTask(main(), { name: 'main' });
+   * const cached = loop.createTask(lookup(key), { eagerStart: true }); // done already on a cache hit
    * ```
    */
   createTask<T>(coro: Coroutine<T>, options?: TaskOptions): Task<T> {
@@ -438,14 +464,12 @@ export class EventLoop {
     }
     const factory = this.#taskFactory;
     if (factory === null) {
-      // A task with neither name nor context (gather's children, most tasks) shares one options object.
+      // A task with no options (gather's children, most tasks) shares one options object.
       if (options === undefined) return new Task(coro, this.#ownLoop);
-      return new Task(coro, { loop: this, name: options.name, context: options.context });
+      return new Task(coro, { loop: this, name: options.name, context: options.context, eagerStart: options.eagerStart });
     }
-    const context = options?.context;
-    const task = (context === undefined ? factory(this, coro) : factory(this, coro, { context })) as Task<T>;
-    if (options?.name !== undefined) task.setName(options.name);
-    return task;
+    // The factory gets options of its own, as asyncio's gets its own **kwargs.
+    return (options === undefined ? factory(this, coro) : factory(this, coro, { ...options })) as Task<T>;
   }
 
   /**

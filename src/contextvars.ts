@@ -127,11 +127,17 @@ function materialize(): void {
 }
 
 /**
- * A token returned by `ContextVar.set()`; pass it to `reset()` to restore the previous value.
+ * A token returned by `ContextVar.set()`; pass it to `reset()` to restore the previous value,
+ * or hold it with `using` (asyncio 3.14: a Token is a context manager), which resets the
+ * variable as the scope ends.
  *
  * @example
  * ```ts
  * const token = level.set(2); try { work(); } finally { level.reset(token); }
+ * {
+ *   using _ = level.set(3);
+ *   work(); // level is 3 here, 2 again after the block
+ * }
  * ```
  */
 export class Token<T> {
@@ -155,6 +161,23 @@ export class Token<T> {
     this.oldValue = oldValue;
     this._context = context;
     this._owner = context._owner;
+  }
+
+  /**
+   * Reset the variable to its value before the `set()` that returned this token, as the scope
+   * of a `using` declaration ends (asyncio 3.14's `Token.__exit__`: `var.reset(token)`, with
+   * its errors: a token used already, made in another context).
+   *
+   * @example
+   * ```ts
+   * function handle(request: Request): void {
+   *   using _ = requestId.set(request.id);
+   *   serve(request);
+   * } // requestId is back to its previous value, however serve() ended
+   * ```
+   */
+  [Symbol.dispose](): void {
+    this.var.reset(this);
   }
 
   /** The repr, also in `util.inspect` and console.log (no internals). */
@@ -316,6 +339,47 @@ export function _endLazy(owner: { _context: Context | VarMap }): void {
   lazyPrevious = null;
   if (!(owner._context instanceof Context)) owner._context = current._vars;
   _exit(previous);
+}
+
+/**
+ * @internal Run `step(owner)` in `owner`'s context (a Context, or variables entered lazily as a
+ * Task's step does) in the middle of whatever runs now: an eager task's first step, from inside
+ * another task's step or a callback. That code's context, its pending lazy step and the reusable
+ * context it may be using are put back afterwards, as it left them. Throws like `Context.run`
+ * when `owner`'s Context is entered already, before `step` runs.
+ */
+export function _runNested<O extends { _context: Context | VarMap }>(owner: O, step: (owner: O) => void): void {
+  const outerCurrent = current;
+  const outerLazyOwner = lazyOwner;
+  const outerLazyPrevious = lazyPrevious;
+  const outerVars = scratch._vars;
+  const outerOwner = scratch._owner;
+  lazyOwner = null;
+  lazyPrevious = null;
+  try {
+    const context = owner._context;
+    if (context instanceof Context) {
+      _enter(context);
+      try {
+        step(owner);
+      } finally {
+        current._entered = false;
+      }
+    } else {
+      lazyOwner = owner;
+      try {
+        step(owner);
+      } finally {
+        _endLazy(owner);
+      }
+    }
+  } finally {
+    current = outerCurrent;
+    lazyOwner = outerLazyOwner;
+    lazyPrevious = outerLazyPrevious;
+    scratch._vars = outerVars;
+    scratch._owner = outerOwner;
+  }
 }
 
 /** @internal Enter `context` for a loop callback; throws like `Context.run` when it is entered already. */

@@ -1,5 +1,6 @@
 /**
- * The event loop policy and the current loop of a thread (asyncio.events).
+ * The event loop policy and the current loop of a thread (asyncio.events). The policy API is
+ * deprecated, as in asyncio 3.14, and keeps working.
  *
  * The policy is module state of this thread's copy of the library, so it is thread-local:
  * setting the loop in one worker thread never changes another's.
@@ -17,6 +18,10 @@ export function _setThreadName(name: string): void {
 
 /**
  * The per-thread event loop policy; subclass it to customize (asyncio's default policy).
+ *
+ * @deprecated asyncio 3.14 deprecates the policy system (to go in 3.16); it keeps working
+ * here. Pass a `loopFactory` to `run()` or `Runner` to choose the loop, or make one with
+ * `newEventLoop()` and `setEventLoop()`.
  *
  * @example
  * ```ts
@@ -56,6 +61,9 @@ let policy: EventLoopPolicy | null = null;
 /**
  * This thread's policy, created on first use (get_event_loop_policy).
  *
+ * @deprecated asyncio 3.14 deprecates get_event_loop_policy (to go in 3.16); it keeps working
+ * here. `getEventLoop()`, `setEventLoop()` and `newEventLoop()` need no policy.
+ *
  * @example
  * ```ts
  * getEventLoopPolicy() === getEventLoopPolicy(); // true
@@ -67,6 +75,10 @@ export function getEventLoopPolicy(): EventLoopPolicy {
 
 /**
  * Replace this thread's policy; null restores a fresh default one (set_event_loop_policy).
+ *
+ * @deprecated asyncio 3.14 deprecates set_event_loop_policy (to go in 3.16); it keeps working
+ * here. Pass a `loopFactory` to `run()` or `Runner` instead of a policy whose `newEventLoop()`
+ * makes your loops.
  *
  * @example
  * ```ts

@@ -40,7 +40,16 @@ export {
 } from './events.js';
 export { Future, isFuture, type LoopOption } from './futures.js';
 export { isCoroutine, type Awaitable, type AwaitedResult, type Coroutine, type YieldablePromise } from './coroutines.js';
-export { Task, allTasks, createTask, currentTask, ensureFuture } from './task.js';
+export {
+  Task,
+  allTasks,
+  createEagerTaskFactory,
+  createTask,
+  currentTask,
+  eagerTaskFactory,
+  ensureFuture,
+  type TaskConstructor,
+} from './task.js';
 export {
   ALL_COMPLETED,
   FIRST_COMPLETED,
@@ -51,6 +60,8 @@ export {
   sleep,
   wait,
   waitFor,
+  type AsCompletedIterator,
+  type CompletedInput,
   type GatherOptions,
   type GatherResults,
   type GatherResultsOrErrors,

@@ -5,16 +5,15 @@
 import { isMainThread } from 'node:worker_threads';
 import type { EventLoop } from './base-events.js';
 import { copyContext, type Context } from './contextvars.js';
-import { isCoroutine, type Coroutine } from './coroutines.js';
+import { _isThenable, isCoroutine, type Awaitable, type Coroutine } from './coroutines.js';
 import { newEventLoop, setEventLoop } from './events.js';
 import { CancelledError, KeyboardInterrupt, RuntimeError } from './exceptions.js';
 import { _hasSignalHandler } from './signals.js';
-import { repr } from './internal/format.js';
 import { _getRunningLoop } from './internal/running.js';
 import { CLOSING } from './internal/messages.js';
 import { _checkSignal, type SignalOption } from './interop.js';
-import { allTasks, type Task } from './task.js';
-import type { Future } from './futures.js';
+import { allTasks, ensureFuture, type Task } from './task.js';
+import { Future } from './futures.js';
 
 /** asyncio's THREAD_JOIN_TIMEOUT: how long teardown waits for the default executor, in seconds. */
 const THREAD_JOIN_TIMEOUT = 300;
@@ -61,25 +60,33 @@ export class Runner {
 
   /**
    * Run `coro` to completion on the runner's loop, in `options.context` or the runner's own
-   * context. In the main thread a first SIGINT cancels the task (the Promise then rejects
-   * with KeyboardInterrupt); a second ends the process with exit code 130.
+   * context. Any awaitable is accepted, as in asyncio 3.14: a Future or a Promise (thenable) is
+   * awaited by a coroutine of the runner's. In the main thread a first SIGINT cancels the task
+   * (the Promise then rejects with KeyboardInterrupt); a second ends the process with exit code 130.
+   *
+   * @example
+   * ```ts
+   * await runner.run(main());
+   * await runner.run(fetch(url)); // a Promise, awaited by a task of the runner's loop
+   * ```
    */
-  async run<T>(coro: Coroutine<T>, options?: { context?: Context } & SignalOption): Promise<T> {
-    if (!isCoroutine(coro)) {
-      throw new RangeError(`a coroutine was expected, got ${repr(coro)}`);
-    }
+  async run<T>(coro: Awaitable<T>, options?: { context?: Context } & SignalOption): Promise<T> {
     if (_getRunningLoop() !== null) {
-      coro.return(undefined as T);
+      closeIfCoroutine(coro);
       throw new RuntimeError('Runner.run() cannot be called from a running event loop');
     }
     const signal = _checkSignal(options?.signal, 'Runner.run()');
     if (signal?.aborted === true) {
-      coro.return(undefined as T);
+      closeIfCoroutine(coro);
       throw signal.reason;
     }
     this.#lazyInit();
+    let main: Coroutine<T>;
+    if (isCoroutine(coro)) main = coro;
+    else if (coro instanceof Future || _isThenable(coro)) main = wrapAwaitable(coro);
+    else throw new TypeError('An asyncio.Future, a coroutine or an awaitable is required');
     const loop = this.#loop as EventLoop;
-    const task = loop.createTask(coro, { context: options?.context ?? (this.#context as Context) });
+    const task = loop.createTask(main, { context: options?.context ?? (this.#context as Context) });
 
     let onSigint: (() => void) | null = null;
     if (isMainThread && process.listenerCount('SIGINT') === 0) {
@@ -220,9 +227,10 @@ async function cancelCallsInFlight(loop: EventLoop): Promise<void> {
 
 /**
  * Run `main` on a fresh loop, then cancel leftovers, shut the executor down and close the
- * loop (asyncio.run). Aborting `options.signal` cancels `main`; once it ended cancelled (its
- * `finally` blocks ran) the Promise rejects with `signal.reason`; an already-aborted signal:
- * `main` never starts.
+ * loop (asyncio.run). `main` may be any awaitable (asyncio 3.14): a coroutine, a Future, a
+ * Promise. Aborting `options.signal` cancels `main`; once it ended cancelled (its `finally`
+ * blocks ran) the Promise rejects with `signal.reason`; an already-aborted signal: `main`
+ * never starts.
  *
  * @example
  * ```ts
@@ -233,7 +241,7 @@ async function cancelCallsInFlight(loop: EventLoop): Promise<void> {
  * console.log(await run(main())); // 42
  * ```
  */
-export async function run<T>(main: Coroutine<T>, options?: RunOptions & SignalOption): Promise<T> {
+export async function run<T>(main: Awaitable<T>, options?: RunOptions & SignalOption): Promise<T> {
   if (_getRunningLoop() !== null) {
     throw new RuntimeError('asyncio.run() cannot be called from a running event loop');
   }
@@ -243,6 +251,16 @@ export async function run<T>(main: Coroutine<T>, options?: RunOptions & SignalOp
   } finally {
     await runner.close();
   }
+}
+
+/** Close `aw` when it is a coroutine that will never run (asyncio leaves it to the "never awaited" warning). */
+function closeIfCoroutine(aw: unknown): void {
+  if (isCoroutine(aw)) aw.return(undefined);
+}
+
+/** The coroutine asyncio 3.14's Runner.run wraps a non-coroutine awaitable in (`_wrap_awaitable`): a Promise becomes a Future of the running loop. */
+function* wrapAwaitable<T>(awaitable: Future<T> | PromiseLike<T>): Coroutine<T> {
+  return yield* (awaitable instanceof Future ? awaitable : ensureFuture(awaitable));
 }
 
 /** A coroutine that awaits the Future `start()` gives, made when the coroutine first runs (asyncio's `async def` wrappers). */

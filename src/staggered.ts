@@ -67,12 +67,18 @@ export function* staggeredRace<T>(
   };
 
   const startAttempt = (previousFailed: Flag | null): void => {
-    const task = loop.createTask(runOne(previousFailed));
+    const okToStart = new Flag();
+    const task = loop.createTask(runOne(okToStart, previousFailed));
     running.add(task);
     task.addDoneCallback(taskDone);
+    okToStart.set();
   };
 
-  function* runOne(previousFailed: Flag | null): Coroutine<void> {
+  function* runOne(okToStart: Flag, previousFailed: Flag | null): Coroutine<void> {
+    // An eager task (eagerTaskFactory) would otherwise run ahead of its entry in `running`, and
+    // a winner could miss it when it cancels the others (asyncio's gh-124309); a task started
+    // later passes at once, without yielding.
+    yield* okToStart.wait(loop);
     if (previousFailed !== null) yield* waitForFailure(loop, previousFailed, delay);
     const next = factories.next();
     if (next.done === true) return;

@@ -13,7 +13,7 @@
 import { awaitedThrough } from './internal/awaited-by.js';
 import { suspendedAt, suspension } from './internal/suspension.js';
 import { PROMISE_NOTE } from './internal/introspect.js';
-import { Context, _beginLazy, _currentVars, _endLazy, _enter, _exit, _servesOwner, _switchTo, type VarMap } from './contextvars.js';
+import { Context, _beginLazy, _currentVars, _endLazy, _enter, _exit, _runNested, _servesOwner, _switchTo, type VarMap } from './contextvars.js';
 import { _awaiting, _isGenerator, _isThenable, isCoroutine, type Awaitable, type Coroutine } from './coroutines.js';
 import { CancelledError, InvalidStateError, RuntimeError, _isEscaping } from './exceptions.js';
 import { CANCELLED, FAILED, Future, PENDING, type LoopOption } from './futures.js';
@@ -21,7 +21,7 @@ import type { Runnable } from './handles.js';
 import { repr } from './internal/format.js';
 import { generatorLocation, generatorName } from './internal/generators.js';
 import { getEventLoop, getRunningLoop } from './events.js';
-import type { EventLoop, TaskOptions } from './base-events.js';
+import type { EventLoop, TaskFactory, TaskOptions } from './base-events.js';
 
 /** Marks a step that throws nothing into the coroutine. */
 const NO_ERROR: unique symbol = Symbol('NO_ERROR');
@@ -44,8 +44,8 @@ const MUST_CANCEL = 1;
  * ```
  */
 export class Task<T = unknown> extends Future<T> implements Runnable {
-  /** @internal */
-  _coro: Coroutine<T>;
+  /** @internal The coroutine; null once a task that finished in its eager first step let it go. */
+  _coro: Coroutine<T> | null;
   /**
    * @internal The context the task runs in: a Context once one was given or asked for, until
    * then just the variables (an immutable map), which a copy of the creator's context shares.
@@ -66,7 +66,21 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
   /** @internal */
   _nextTask: Task<unknown> | null = null;
 
-  /** Wrap `coro`; its first step is scheduled with `callSoon` on `options.loop` or the running/current loop. */
+  /**
+   * Wrap `coro`; its first step is scheduled with `callSoon` on `options.loop` or the
+   * running/current loop. With `eagerStart` on a running loop the first step runs now, inside
+   * the constructor (asyncio 3.12's eager_start): the task is the current task and its context
+   * is entered meanwhile, then whatever ran before is current again. A coroutine that returns or
+   * throws there gives a task already done, which never went through the loop's ready queue
+   * (and lets its coroutine go: `getCoro()` is null); one that waits is scheduled as usual. A
+   * subclass's own fields are set only once this constructor returns, after that first step.
+   *
+   * @example
+   * ```ts
+   * const task = new Task(lookup(key), { eagerStart: true });
+   * if (task.done()) console.log('answered without waiting:', task.result());
+   * ```
+   */
   constructor(coro: Coroutine<T>, options?: LoopOption & TaskOptions) {
     super(options);
     if (!isCoroutine(coro)) {
@@ -78,6 +92,10 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
     this._context = options?.context ?? _currentVars();
     this._result = NO_ERROR;
     const loop = this._loop;
+    if (options?.eagerStart === true && loop.isRunning()) {
+      eagerStart(this as Task<unknown>);
+      return;
+    }
     loop._scheduleHandle(this);
     loop._addTask(this as Task<unknown>);
   }
@@ -93,7 +111,7 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
     this._name = String(name);
   }
 
-  /** The wrapped coroutine (get_coro). */
+  /** The wrapped coroutine; null for a task that finished in its eager first step (get_coro). */
   getCoro(): Coroutine<T> | null {
     return this._coro;
   }
@@ -169,8 +187,9 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
   override toString(): string {
     const info = this._reprInfo();
     if (this._state === PENDING && this._cancels >= 2) info[0] = 'cancelling';
-    info.splice(1, 0, `name=${repr(this.getName())}`, `coro=<${this._coroName()}>`);
-    if (this._futWaiter !== null) info.splice(3, 0, `wait_for=${this._futWaiter}`);
+    info.splice(1, 0, `name=${repr(this.getName())}`);
+    if (this._coro !== null) info.splice(2, 0, `coro=<${this._coroName()}>`);
+    if (this._futWaiter !== null) info.splice(this._coro === null ? 2 : 3, 0, `wait_for=${this._futWaiter}`);
     return `<${this.constructor.name} ${info.join(' ')}>`;
   }
 
@@ -291,8 +310,10 @@ function stepTask(task: Task<unknown>, error: unknown): void {
 
 function runStep(task: Task<unknown>, error: unknown): void {
   let step: IteratorResult<unknown, unknown>;
+  // A pending task always holds its coroutine; only a done one may have let it go.
+  const coro = task._coro as Coroutine<unknown>;
   try {
-    step = error === NO_ERROR ? task._coro.next() : task._coro.throw(error);
+    step = error === NO_ERROR ? coro.next() : coro.throw(error);
   } catch (thrown) {
     task._loop._removeTask(task);
     if (thrown instanceof CancelledError) {
@@ -356,6 +377,30 @@ function runStep(task: Task<unknown>, error: unknown): void {
   }
 }
 
+/**
+ * Run the first step of `task` now, from inside whatever runs (asyncio's `Task.__eager_start`):
+ * `task` is the current task of its loop and one of its tasks meanwhile, then the task that was
+ * current before (if any) is again. A task done after that step lets its coroutine go, as
+ * asyncio's does.
+ */
+function eagerStart(task: Task<unknown>): void {
+  const loop = task._loop;
+  const outer = loop._currentTask;
+  loop._currentTask = task;
+  try {
+    _runNested(task, eagerStep);
+  } finally {
+    loop._currentTask = outer;
+    if (task._state !== PENDING) task._coro = null;
+  }
+}
+
+/** The first step of an eager task, its context entered: listed among the loop's tasks from now on, until done. */
+function eagerStep(task: Task<unknown>): void {
+  task._loop._addTask(task);
+  runStep(task, NO_ERROR);
+}
+
 /** @internal Make `task` the current task of `loop` (asyncio's `_enter_task`). */
 export function _enterTask(loop: EventLoop, task: Task<unknown>): void {
   const current = loop._currentTask;
@@ -375,11 +420,13 @@ export function _leaveTask(loop: EventLoop, task: Task<unknown>): void {
 }
 
 /**
- * Schedule a coroutine as a Task on the running loop (create_task).
+ * Schedule a coroutine as a Task on the running loop, or start it at once with `eagerStart`
+ * (create_task; `eager_start` from asyncio 3.14).
  *
  * @example
  * ```ts
  * const task = createTask(worker(), { name: 'worker-1' });
+ * const hit = createTask(cachedLookup(key), { eagerStart: true }); // done already when the cache answers
  * ```
  */
 export function createTask<T>(coro: Coroutine<T>, options?: TaskOptions): Task<T> {
@@ -392,6 +439,46 @@ export function createTask<T>(coro: Coroutine<T>, options?: TaskOptions): Task<T
   }
   return loop.createTask(coro, options);
 }
+
+/** A Task class, or a constructor called like one, that `createEagerTaskFactory` builds tasks with. */
+export type TaskConstructor = new (coro: Coroutine<unknown>, options: TaskOptions & { loop: EventLoop }) => Task<unknown>;
+
+/**
+ * Make a task factory whose tasks start eagerly (asyncio.create_eager_task_factory): each is
+ * `new customTaskConstructor(coro, { ...options, loop, eagerStart: true })`, the options of
+ * `createTask` passed through (`name`, `context`; an explicit `eagerStart: false` wins).
+ * `customTaskConstructor` must accept `eagerStart`, as Task does.
+ *
+ * @example
+ * ```ts
+ * class TracedTask<T> extends Task<T> {}
+ * loop.setTaskFactory(createEagerTaskFactory(TracedTask));
+ * ```
+ */
+export function createEagerTaskFactory(customTaskConstructor: TaskConstructor): TaskFactory {
+  if (typeof customTaskConstructor !== 'function') {
+    throw new TypeError(`customTaskConstructor must be a Task class, got ${repr(customTaskConstructor)}`);
+  }
+  return (loop, coro, options) =>
+    new customTaskConstructor(
+      coro,
+      options === undefined ? { loop, eagerStart: true } : { ...options, loop, eagerStart: options.eagerStart ?? true },
+    );
+}
+
+/**
+ * A task factory whose Tasks start eagerly (asyncio.eager_task_factory): the first step of a
+ * coroutine runs inside `createTask`, and one that finishes there never waits for the loop.
+ * Set it with `loop.setTaskFactory(eagerTaskFactory)`; `createTask`, `ensureFuture`, `gather`
+ * and TaskGroups then start their tasks eagerly while the loop runs.
+ *
+ * @example
+ * ```ts
+ * getRunningLoop().setTaskFactory(eagerTaskFactory);
+ * const task = createTask(cachedLookup(key)); // done at once on a cache hit
+ * ```
+ */
+export const eagerTaskFactory: TaskFactory = createEagerTaskFactory(Task);
 
 /**
  * The task running on `loop` (default: the running loop), or null (current_task).

@@ -56,6 +56,8 @@ export class TaskGroup {
   /** The first KeyboardInterrupt or SystemExit seen; it wins over everything else. */
   #baseError: unknown = null;
   #onCompleted: Future<boolean> | null = null;
+  /** Set by a `cancel()` before the group was entered: entering cancels it. */
+  #cancelOnEnter = false;
 
   /**
    * Create a task in this group (TaskGroup.create_task). RuntimeError when the group was not
@@ -84,13 +86,52 @@ export class TaskGroup {
     const task = (this.#loop as EventLoop).createTask(coro, options);
     this.#tasks.add(task as Task<unknown>);
     task.addDoneCallback(this.#onTaskDone);
+    // An eager task can abort the group in its first step, before it is one of the group's tasks
+    // (asyncio's gh-155418): it is cancelled now, as the others were.
+    if (this.#aborting && !task.done()) task.cancel();
     return task;
+  }
+
+  /**
+   * Cancel the group (asyncio 3.15's TaskGroup.cancel): every child not done yet and the body
+   * are cancelled, and the group then ends without an error of its own: `run()` returns once
+   * the children are done, as if the body had returned (a CancelledError the body caught and
+   * replaced, or a child's error, still surface as usual). Called before the group is entered,
+   * it cancels the group as it enters; called once the group is done, it does nothing; calling
+   * it again changes nothing.
+   *
+   * @example
+   * ```ts
+   * const found = yield* new TaskGroup().run(function* (tg) {
+   *   let first: string | null = null;
+   *   for (const mirror of mirrors) {
+   *     tg.createTask((function* () { first ??= yield* fetchFrom(mirror); tg.cancel(); })());
+   *   }
+   *   yield* sleep(30); // ends at the first answer: the group is cancelled, not failed
+   *   return first;
+   * });
+   * ```
+   */
+  cancel(): void {
+    if (!this.#entered) {
+      this.#cancelOnEnter = true;
+      return;
+    }
+    if (this.#exiting && this.#tasks.size === 0) return;
+    if (this.#aborting) return;
+    this.#abort();
+    const parent = this.#parentTask;
+    if (parent !== null && !this.#parentCancelRequested) {
+      this.#parentCancelRequested = true;
+      parent.cancel();
+    }
   }
 
   /**
    * Run `body(this)` in the current task, then wait for every child; return the body's result
    * (Python's `async with`). Errors of the children and the body raise one ExceptionGroup;
    * a cancellation from outside ends in a plain CancelledError once the children are done.
+   * A body that `cancel()` stopped gives no result: `run()` then returns undefined.
    *
    * @example
    * ```ts
@@ -125,8 +166,9 @@ export class TaskGroup {
       }
     }
     yield* this.#exit(outcome === RAISED, error);
-    // #exit always raises after a body error; this keeps the error should that ever change.
-    if (outcome === RAISED) throw error;
+    // Only the cancellation of a group cancelled with cancel() ends here without an error: the
+    // body gave no result. #exit raises for any other error; this keeps it should that change.
+    if (outcome === RAISED && !(error instanceof CancelledError)) throw error;
     return result as R;
   }
 
@@ -153,6 +195,7 @@ export class TaskGroup {
     this.#parentTask = parent;
     awaitedThrough(this.#onTaskDone, parent);
     this.#entered = true;
+    if (this.#cancelOnEnter) this.cancel();
   }
 
   /** asyncio's `__aexit__`; `raised` tells whether the body threw `error`. */
@@ -174,6 +217,7 @@ export class TaskGroup {
     if (raised && !this.#aborting) this.#abort();
 
     const loop = this.#loop as EventLoop;
+    let pendingCancellation: CancelledError | null = null;
     // A loop, because the parent task may be cancelled again (or repeatedly) while it waits.
     while (this.#tasks.size > 0) {
       this.#onCompleted ??= loop.createFuture<boolean>();
@@ -181,6 +225,7 @@ export class TaskGroup {
         yield* this.#onCompleted;
       } catch (caught) {
         if (!(caught instanceof CancelledError)) throw caught;
+        pendingCancellation = caught;
         if (!this.#aborting) {
           // The parent task is cancelled from outside while the children still run.
           propagateCancellation = caught;
@@ -194,8 +239,12 @@ export class TaskGroup {
 
     const parent = this.#parentTask as Task<unknown>;
     // The group's own cancellation of its parent must be withdrawn; only when nobody else
-    // asked for one does the CancelledError stop here.
-    if (this.#parentCancelRequested && parent.uncancel() === 0) propagateCancellation = null;
+    // asked for one does the CancelledError stop here, and one that somebody else asked for
+    // while the group waited is not dropped (asyncio's gh-155433).
+    if (this.#parentCancelRequested) {
+      if (parent.uncancel() === 0) propagateCancellation = null;
+      else propagateCancellation ??= pendingCancellation;
+    }
     // Errors win over a cancellation.
     if (propagateCancellation !== null && this.#errors.length === 0) throw propagateCancellation;
 

@@ -1,15 +1,17 @@
 /**
  * The task helpers of asyncio.tasks: sleep, gather, wait, waitFor, shield, asCompleted.
  *
- * gather and shield return Futures; wait, waitFor and sleep are coroutines; asCompleted is a
- * synchronous iterator of Futures. None of them completes anything inline: every hand-over
- * between futures goes through done callbacks, hence through the loop's `callSoon`.
+ * gather and shield return Futures; wait, waitFor and sleep are coroutines; asCompleted is an
+ * iterator of Futures, also async-iterable. Hand-overs between futures go through done
+ * callbacks, hence through the loop's `callSoon`; an asCompleted Future awaited while a
+ * completion waits takes it at once, as asyncio's `Queue.get()` returns at once then.
  */
 import { awaitedThrough } from './internal/awaited-by.js';
 import type { EventLoop } from './base-events.js';
 import { _isGenerator, isCoroutine, type Awaitable, type AwaitedResult, type Coroutine } from './coroutines.js';
 import { getEventLoop, getRunningLoop } from './events.js';
 import { CancelledError, RuntimeError, TimeoutError } from './exceptions.js';
+import type { Context } from './contextvars.js';
 import { CANCELLED, FAILED, FINISHED, Future, PENDING, type Waiter } from './futures.js';
 import type { TimerHandle } from './handles.js';
 import { Deque } from './internal/deque.js';
@@ -579,17 +581,82 @@ function* cancelAndWait(fut: Future<unknown>, loop: EventLoop): Coroutine<void> 
 
 // ─────────────────────────────────── asCompleted ───────────────────────────────────
 
+/** What a handed-out Future settles with: the input's outcome (the plain form), or the input itself. */
+const OUTCOME = 0;
+const ORIGINAL = 1;
+
 /**
- * The iterator behind `asCompleted`: the k-th Future it hands out settles like the k-th input
- * to complete. An outcome waits in `#ready` until a Future is asked for; Futures handed out
- * before any outcome wait in `#waiting`. `null` in `#ready` stands for "timed out".
+ * A Future handed out by `asCompleted` (asyncio 3.13's `_wait_for_one()` coroutines): it takes
+ * the next input to complete only when it is awaited (`yield*`, `await`, a done callback, as
+ * `wait`/`gather` add), not when it is handed out, so the first one awaited gets the first
+ * completion whatever order they were handed out in. Until then it is pending and takes nothing;
+ * cancelled before, it never takes anything.
  */
-class AsCompletedIterator<T> implements IterableIterator<Future<T>> {
-  #loop: EventLoop;
+class NextCompletion<T> extends Future<T> {
+  #source: AsCompletedSource<unknown> | null;
+  readonly #mode: number;
+
+  constructor(source: AsCompletedSource<unknown>, mode: number) {
+    super({ loop: source.loop });
+    this.#source = source;
+    this.#mode = mode;
+  }
+
+  /** @internal Awaited with `yield*`: claim a completion first. */
+  override next(): IteratorResult<unknown, T> {
+    this._claim();
+    return super.next();
+  }
+
+  /** Awaited from async code: claim a completion first. */
+  override then<R1 = T, R2 = never>(
+    onfulfilled?: ((value: T) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    this._claim();
+    return super.then(onfulfilled, onrejected);
+  }
+
+  /** Waited for through a done callback (`wait`, `gather`...): claim a completion first. */
+  override addDoneCallback(callback: (future: this) => void, options?: { context?: Context }): void {
+    this._claim();
+    super.addDoneCallback(callback, options);
+  }
+
+  /** @internal A Task or gather waits on it: claim a completion first. */
+  override _addWaiter(waiter: Waiter): void {
+    this._claim();
+    super._addWaiter(waiter);
+  }
+
+  /** @internal Settle with `input`'s outcome, or `input` itself, or TimeoutError for `null`. */
+  _take(input: Future<unknown> | null): void {
+    if (input === null) this._setExceptionUnchecked(new TimeoutError());
+    else if (this.#mode === ORIGINAL) this._setResultUnchecked(input as T);
+    else settleLike(this as Future<unknown>, input);
+  }
+
+  /** @internal Take the next completion now, or queue for one; once only. */
+  _claim(): void {
+    const source = this.#source;
+    if (source === null) return;
+    this.#source = null;
+    if (this._state === PENDING) source.claim(this as NextCompletion<unknown>);
+  }
+}
+
+/**
+ * The state shared by an `asCompleted` iterator's forms: the inputs not done yet, the ones done
+ * and not yet taken (`null` stands for "timed out"), and the handed-out Futures that were
+ * awaited and wait for a completion, in the order they were awaited (asyncio 3.13's queue).
+ */
+class AsCompletedSource<T> {
+  readonly loop: EventLoop;
   #todo: Set<Future<T>>;
-  #ready = new Deque<Future<T> | null>(4);
-  #waiting = new Deque<Future<T>>(4);
-  #left: number;
+  #done = new Deque<Future<T> | null>(4);
+  #claims = new Deque<NextCompletion<unknown>>(4);
+  /** How many completions are still to be handed out. */
+  left: number;
   #timer: TimerHandle | null = null;
 
   constructor(aws: Iterable<Awaitable<T>>, timeout: number | null) {
@@ -598,23 +665,16 @@ class AsCompletedIterator<T> implements IterableIterator<Future<T>> {
     for (const aw of new Set(aws)) todo.add(ensureFuture(aw, { loop }));
     for (const f of todo) f.addDoneCallback(this.#onCompletion);
     if (todo.size > 0 && timeout !== null) this.#timer = loop.callLater(timeout, this.#onTimeout);
-    this.#loop = loop;
+    this.loop = loop;
     this.#todo = todo;
-    this.#left = todo.size;
+    this.left = todo.size;
   }
 
-  next(): IteratorResult<Future<T>, undefined> {
-    if (this.#left === 0) return { done: true, value: undefined };
-    this.#left--;
-    const future = this.#loop.createFuture<T>();
-    const outcome = this.#ready.shift();
-    if (outcome === undefined) this.#waiting.push(future);
-    else settleLike(future, outcome);
-    return { done: false, value: future };
-  }
-
-  [Symbol.iterator](): this {
-    return this;
+  /** A handed-out Future is awaited: give it the next completion, or queue it for one. */
+  claim(future: NextCompletion<unknown>): void {
+    const done = this.#done.shift();
+    if (done === undefined) this.#claims.push(future);
+    else future._take(done);
   }
 
   #onCompletion = (f: Future<T>): void => {
@@ -633,34 +693,138 @@ class AsCompletedIterator<T> implements IterableIterator<Future<T>> {
     this.#todo.clear();
   };
 
-  #deliver(outcome: Future<T> | null): void {
-    // A handed-out Future its awaiter cancelled takes nothing: the outcome goes to the next one.
-    for (let future = this.#waiting.shift(); future !== undefined; future = this.#waiting.shift()) {
-      if (!future.done()) {
-        settleLike(future, outcome);
+  #deliver(input: Future<T> | null): void {
+    // A claimant its awaiter cancelled takes nothing: the completion goes to the next one.
+    for (let claimant = this.#claims.shift(); claimant !== undefined; claimant = this.#claims.shift()) {
+      if (!claimant.done()) {
+        claimant._take(input);
         return;
       }
     }
-    this.#ready.push(outcome);
+    this.#done.push(input);
   }
 }
 
-/** Settle `future` as `source` ended, or with TimeoutError for `null`. */
-function settleLike<T>(future: Future<T>, source: Future<T> | null): void {
-  if (source === null) future._setExceptionUnchecked(new TimeoutError());
-  else if (source._state === CANCELLED) future._cancelFuture(source._makeCancelledError().message);
+/**
+ * One of `asCompleted`'s inputs as `for await` hands it out: the Task or Future itself, done
+ * (read it with `result()`, compare it with `===`). The type leaves `then` out because
+ * TypeScript types what `for await` gives as the result of anything thenable; at run time it is
+ * the input itself, which `await` still resolves to its result. (TypeScript 5.9 types `for await`
+ * over a value that is also iterable from its `for...of` form when that form of the same type
+ * was checked first: there, iterate `asCompleted(aws) as AsyncIterable<CompletedInput<T>>`.)
+ *
+ * @example
+ * ```ts
+ * for await (const input of asCompleted([ipv4, ipv6])) {
+ *   if (input === ipv6) console.log('IPv6 first:', input.result());
+ * }
+ * ```
+ */
+export type CompletedInput<T> = Omit<Future<T>, 'then'>;
+
+/**
+ * The iterator `asCompleted` returns, in its three forms (asyncio 3.13's `_AsCompletedIterator`),
+ * which share one count of completions: iterated with `for...of` it hands out Futures that give
+ * the outcome of the next input to complete; with `for await` (async code) it gives the inputs
+ * themselves in the order they complete; `originals()` is that second form for coroutines.
+ *
+ * @example
+ * ```ts
+ * for (const next of asCompleted(tasks)) console.log(yield* next);     // results, fastest first
+ * for await (const task of asCompleted(tasks)) console.log(task.result()); // the tasks, done
+ * ```
+ */
+export interface AsCompletedIterator<T> extends IterableIterator<Future<T>>, AsyncIterable<CompletedInput<T>> {
+  /**
+   * Futures that, awaited, give the next input to complete itself (its Task or Future, done,
+   * not its result): what `for await` gives async code, for coroutines, which cannot `for await`.
+   * Each takes the next completion when it is awaited; TimeoutError once the timeout passed.
+   *
+   * @example
+   * ```ts
+   * for (const next of asCompleted([ipv4, ipv6]).originals()) {
+   *   const first = yield* next; // ipv4 or ipv6, whichever finished first
+   *   if (first === ipv6) console.log('IPv6 connected first');
+   * }
+   * ```
+   */
+  originals(): IterableIterator<Future<Future<T>>>;
+}
+
+/** The iterator behind `asCompleted`. */
+class AsCompleted<T> implements AsCompletedIterator<T> {
+  readonly #source: AsCompletedSource<T>;
+
+  constructor(aws: Iterable<Awaitable<T>>, timeout: number | null) {
+    this.#source = new AsCompletedSource(aws, timeout);
+  }
+
+  next(): IteratorResult<Future<T>, undefined> {
+    return this.#hand<T>(OUTCOME);
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+
+  originals(): IterableIterator<Future<Future<T>>> {
+    const originals: IterableIterator<Future<Future<T>>> = {
+      next: () => this.#hand<Future<T>>(ORIGINAL),
+      [Symbol.iterator]: () => originals,
+    };
+    return originals;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<CompletedInput<T>, undefined> {
+    const next = (): Promise<IteratorResult<CompletedInput<T>, undefined>> => {
+      const step = this.#hand<Future<T>>(ORIGINAL);
+      if (step.done === true) return Promise.resolve(step);
+      const claim = step.value as NextCompletion<Future<T>>;
+      // Not through claim.then(): a Promise resolved with the input (a thenable) would adopt
+      // its result, and for await must give the input itself.
+      return new Promise((resolve, reject) => {
+        const settle = (): void => {
+          if (claim._state === FINISHED) resolve({ done: false, value: claim._result as Future<T> });
+          else reject(claim._state === CANCELLED ? claim._makeCancelledError() : claim.exception());
+        };
+        claim._claim();
+        if (claim._state !== PENDING) settle();
+        else claim.addDoneCallback(settle);
+      });
+    };
+    return { next };
+  }
+
+  #hand<R>(mode: number): IteratorResult<Future<R>, undefined> {
+    const source = this.#source;
+    if (source.left === 0) return { done: true, value: undefined };
+    source.left--;
+    return { done: false, value: new NextCompletion<R>(source as AsCompletedSource<unknown>, mode) };
+  }
+}
+
+/** Settle `future` as `source` ended. */
+function settleLike<T>(future: Future<T>, source: Future<T>): void {
+  if (source._state === CANCELLED) future._cancelFuture(source._makeCancelledError().message);
   else if (source._state === FAILED) future._setExceptionUnchecked(source.exception());
   else future._setResultUnchecked(source._result as T);
 }
 
 /**
- * Iterate Futures that settle with the outcomes of `aws` in the order they complete
- * (asyncio.as_completed). The k-th Future settles like the k-th input to finish: its result,
- * its error, or its cancellation. Coroutines become Tasks; duplicates count once. With a
- * `timeout`, every Future still unsettled when it expires fails with TimeoutError; the inputs
- * are not cancelled. A single Future or coroutine (any generator object: coroutines are
- * generators) instead of an iterable is a TypeError.
- * Iteration is synchronous: await each Future with `yield*`.
+ * Iterate the outcomes of `aws` in the order they complete (asyncio.as_completed, as in 3.13).
+ * Coroutines and Promises become Tasks and Futures; duplicates count once. With a `timeout`,
+ * whatever is still awaited when it expires fails with TimeoutError; the inputs are not
+ * cancelled. A single Future or coroutine (any generator object: coroutines are generators)
+ * instead of an iterable is a TypeError.
+ *
+ * Three ways to iterate, which share one count of completions:
+ * - `for (const next of asCompleted(aws))`: Futures that give the outcome (result, error or
+ *   cancellation) of the next input to complete. Each takes a completion when it is awaited,
+ *   not when it is handed out: the first one awaited gets the first completion.
+ * - `for await (const input of asCompleted(aws))` in async code: the inputs themselves (the
+ *   Tasks and Futures, done, unawaited) in completion order; TimeoutError ends the loop.
+ * - `for (const next of asCompleted(aws).originals())` in coroutines: the same, each Future
+ *   giving the next input to complete when awaited with `yield*`.
  *
  * @example
  * ```ts
@@ -668,15 +832,20 @@ function settleLike<T>(future: Future<T>, source: Future<T> | null): void {
  *   for (const next of asCompleted([fetch('a'), fetch('b')], { timeout: 5 })) {
  *     console.log(yield* next); // fastest first; TimeoutError after 5 s
  *   }
+ *   const ipv4 = createTask(connect('127.0.0.1')), ipv6 = createTask(connect('::1'));
+ *   for (const next of asCompleted([ipv4, ipv6]).originals()) {
+ *     const first = yield* next; // the Task itself
+ *     if (first === ipv6) console.log('IPv6 first');
+ *   }
+ * }
+ * async function viaPromises(tasks: Task<string>[]): Promise<void> {
+ *   for await (const task of asCompleted(tasks)) console.log(task.getName(), task.result());
  * }
  * ```
  */
-export function asCompleted<T>(
-  aws: Iterable<Awaitable<T>>,
-  options?: { timeout?: number | null },
-): IterableIterator<Future<T>> {
+export function asCompleted<T>(aws: Iterable<Awaitable<T>>, options?: { timeout?: number | null }): AsCompletedIterator<T> {
   if (aws instanceof Future || isCoroutine(aws) || !isIterable(aws)) {
-    throw new TypeError(`expect an iterable of futures, not ${describeType(aws)}`);
+    throw new TypeError(`expects an iterable of awaitables, not ${describeType(aws)}`);
   }
-  return new AsCompletedIterator(aws, options?.timeout ?? null);
+  return new AsCompleted(aws, options?.timeout ?? null);
 }

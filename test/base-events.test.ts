@@ -680,7 +680,7 @@ describe('EventLoop.setTaskFactory', () => {
     expect(loop.getTaskFactory()).toBeNull();
   });
 
-  it('creates tasks through the factory, applies the name, and null restores plain Tasks', async () => {
+  it('creates tasks through the factory, which gets the options (3.14), and null restores plain Tasks', async () => {
     const calls: unknown[][] = [];
     const factory: TaskFactory = (target, c, options) => {
       calls.push([target, options]);
@@ -689,10 +689,15 @@ describe('EventLoop.setTaskFactory', () => {
     loop.setTaskFactory(factory);
     expect(loop.getTaskFactory()).toBe(factory);
 
-    const named = loop.createTask(coro(), { name: 'test_task' });
+    const options = { name: 'test_task' };
+    const named = loop.createTask(coro(), options);
     expect(named).toBeInstanceOf(MyTask);
     expect(named.getName()).toBe('test_task');
-    expect(calls).toEqual([[loop, undefined]]);
+    expect(calls).toEqual([[loop, { name: 'test_task' }]]);
+    // Options of its own, as asyncio's factory gets **kwargs of its own.
+    expect(calls[0]?.[1]).not.toBe(options);
+    loop.createTask(coro()).cancel();
+    expect(calls[1]).toEqual([loop, undefined]);
     await expect(loop.runUntilComplete(named)).resolves.toBe('value');
 
     loop.setTaskFactory(null);
@@ -702,7 +707,14 @@ describe('EventLoop.setTaskFactory', () => {
     expect(plain).not.toBeInstanceOf(MyTask);
     expect(plain.getName()).toBe('plain');
     await loop.runUntilComplete(plain);
-    expect(calls).toHaveLength(1);
+    expect(calls).toHaveLength(2);
+  });
+
+  it('leaves the name to the factory (3.14): a factory that drops it gives the default name', async () => {
+    loop.setTaskFactory((target, c) => new Task(c, { loop: target }));
+    const task = loop.createTask(coro(), { name: 'dropped' });
+    expect(task.getName()).toMatch(/^Task-\d+$/);
+    await loop.runUntilComplete(task);
   });
 
   it('hands an explicit context to the factory', async () => {

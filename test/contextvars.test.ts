@@ -148,6 +148,59 @@ describe('ContextVar.set and ContextVar.reset', () => {
   });
 });
 
+describe('Token as a scope (asyncio 3.14)', () => {
+  it('resets to the default as a using scope ends (test_token_contextmanager_with_default)', () => {
+    isolated(() => {
+      const c = new ContextVar<number>('c', { default: 42 });
+      {
+        using _token = c.set(36);
+        expect(c.get()).toBe(36);
+      }
+      expect(c.get()).toBe(42);
+    });
+  });
+
+  it('removes a value the variable did not have (test_token_contextmanager_without_default)', () => {
+    isolated(() => {
+      const c = new ContextVar<number>('c');
+      {
+        using _token = c.set(36);
+        expect(c.get()).toBe(36);
+      }
+      expectThrow(() => c.get(), LookupError, "<ContextVar name='c'>");
+    });
+  });
+
+  it('resets when the scope ends with an error, and nested scopes unwind in order', () => {
+    isolated(() => {
+      const c = new ContextVar<string>('c', { default: 'none' });
+      const seen: string[] = [];
+      const error = thrownBy(() => {
+        using _outer = c.set('outer');
+        {
+          using _inner = c.set('inner');
+          seen.push(c.get());
+        }
+        seen.push(c.get());
+        throw new RangeError('boom');
+      });
+      expect(error).toBeInstanceOf(RangeError);
+      expect([...seen, c.get()]).toEqual(['inner', 'outer', 'none']);
+    });
+  });
+
+  it('is Symbol.dispose, with reset()’s errors: a token used already, a token of another context', () => {
+    isolated(() => {
+      const c = new ContextVar<string>('c');
+      const token = c.set('x');
+      expect(token[Symbol.dispose]()).toBeUndefined();
+      expectThrow(() => token[Symbol.dispose](), RuntimeError, /^<Token used var=<ContextVar name='c'>> has already been used once$/);
+      const foreign = copyContext().run(() => c.set('y'));
+      expectThrow(() => foreign[Symbol.dispose](), RangeError, /^<Token var=<ContextVar name='c'>> was created in a different Context$/);
+    });
+  });
+});
+
 describe('Context', () => {
   it('starts empty', () => {
     const request = new ContextVar<string>('request');
@@ -357,6 +410,22 @@ describe('Context in tasks and callbacks (TASK-14, §23 item 9)', () => {
       return request.get('unset');
     }
     await expect(loop.runUntilComplete(body())).resolves.toBe('outer');
+  });
+
+  it('ends a using scope of a token in a later step of the task that set it', async () => {
+    const request = new ContextVar<string>('request');
+    function* body(): Coroutine<string[]> {
+      const seen: string[] = [];
+      request.set('outer');
+      {
+        using _token = request.set('inner');
+        yield* sleep(0);
+        seen.push(request.get());
+      }
+      seen.push(request.get());
+      return seen;
+    }
+    await expect(loop.runUntilComplete(body())).resolves.toEqual(['inner', 'outer']);
   });
 
   it('resets a token of an earlier step after getContext() was called between the steps', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Deque } from '../src/internal/deque.js';
+import { Fifo } from '../src/internal/fifo.js';
 import { TimerHeap, type HeapItem } from '../src/internal/heap.js';
 import { mulberry32 } from './helpers/prng.js';
 
@@ -24,6 +25,55 @@ function push(heap: TimerHeap<Item>, entry: Item): void {
 }
 
 const byKey = (a: Item, b: Item): number => a._when - b._when || a._seq - b._seq;
+
+describe('Fifo', () => {
+  it('shifts in push order across many blocks, and undefined once empty', () => {
+    const fifo = new Fifo<number>();
+    for (let i = 0; i < 5000; i++) fifo.push(i);
+    expect(fifo.length).toBe(5000);
+    const out: number[] = [];
+    for (let item = fifo.shift(); item !== undefined; item = fifo.shift()) out.push(item);
+    expect(out).toEqual(Array.from({ length: 5000 }, (_, i) => i));
+    expect(fifo.length).toBe(0);
+    expect(fifo.shift()).toBeUndefined();
+  });
+
+  it('keeps FIFO order through random pushes and shifts, emptied at block edges and in between', () => {
+    const next = mulberry32(0xf1f0);
+    const fifo = new Fifo<number>();
+    const model: number[] = [];
+    let counter = 0;
+    for (let step = 0; step < 200_000; step++) {
+      // Phases that mostly push, then mostly shift, so that the queue spans several blocks and empties.
+      const pushing = Math.floor(step / 5000) % 2 === 0 ? next() < 0.8 : next() < 0.2;
+      if (pushing) {
+        fifo.push(counter);
+        model.push(counter++);
+      } else {
+        expect(fifo.shift()).toBe(model.shift());
+      }
+      expect(fifo.length).toBe(model.length);
+    }
+    while (model.length > 0) expect(fifo.shift()).toBe(model.shift());
+    expect(fifo.shift()).toBeUndefined();
+  });
+
+  it('goes on after exactly one block was filled and emptied, and after clear()', () => {
+    const fifo = new Fifo<string>();
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 1024; i++) fifo.push(`${round}:${i}`);
+      for (let i = 0; i < 1024; i++) expect(fifo.shift()).toBe(`${round}:${i}`);
+      expect(fifo.shift()).toBeUndefined();
+    }
+    fifo.push('a');
+    fifo.push('b');
+    fifo.clear();
+    expect(fifo.length).toBe(0);
+    expect(fifo.shift()).toBeUndefined();
+    fifo.push('c');
+    expect(fifo.shift()).toBe('c');
+  });
+});
 
 describe('Deque', () => {
   it('shifts items in the order they were pushed', () => {

@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   EventLoop,
@@ -170,5 +173,38 @@ describe('getRunningLoop', () => {
     }
     await expect(loop.runUntilComplete(main())).resolves.toBe(loop);
     expectError(thrownBy(getRunningLoop), RuntimeError, 'no running event loop');
+  });
+});
+
+describe('the policy API is deprecated, as in asyncio 3.14', () => {
+  /** The TSDoc tags of each exported declaration of src/events.ts, by name. */
+  function tagsByName(): Map<string, string[]> {
+    const path = fileURLToPath(new URL('../src/events.ts', import.meta.url));
+    const source = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.ES2022, true);
+    const tags = new Map<string, string[]>();
+    for (const statement of source.statements) {
+      if ((ts.isClassDeclaration(statement) || ts.isFunctionDeclaration(statement)) && statement.name !== undefined) {
+        tags.set(statement.name.text, ts.getJSDocTags(statement).map((tag) => tag.tagName.text));
+      }
+    }
+    return tags;
+  }
+
+  it('marks EventLoopPolicy, getEventLoopPolicy and setEventLoopPolicy @deprecated, and nothing else', () => {
+    const deprecated = [...tagsByName()].filter(([, tags]) => tags.includes('deprecated')).map(([name]) => name);
+    expect(deprecated.sort()).toEqual(['EventLoopPolicy', 'getEventLoopPolicy', 'setEventLoopPolicy']);
+  });
+
+  it('keeps working: a policy set makes the loops newEventLoop() gives', () => {
+    class DebugPolicy extends EventLoopPolicy {
+      override newEventLoop(): EventLoop {
+        const loop = super.newEventLoop();
+        loop.setDebug(true);
+        return loop;
+      }
+    }
+    setEventLoopPolicy(new DebugPolicy());
+    expect(getEventLoopPolicy()).toBeInstanceOf(DebugPolicy);
+    expect(track(newEventLoop()).getDebug()).toBe(true);
   });
 });

@@ -13,6 +13,7 @@ import {
   getEventLoop,
   getEventLoopPolicy,
   getRunningLoop,
+  newEventLoop,
   run,
   setEventLoopPolicy,
   sleep,
@@ -63,14 +64,28 @@ describe('run', () => {
     expect(factory.made[0]?.isClosed()).toBe(true);
   });
 
-  it('rejects what is not a coroutine with RangeError, creating no loop', async () => {
+  it('rejects what is not awaitable with TypeError, closing the loop it made first (test_asyncio_run_only_coro, 3.14)', async () => {
     const factory = virtualFactory();
-    expectError(await reasonOf(run(1 as never, { loopFactory: factory })), RangeError, 'a coroutine was expected, got 1');
+    expectError(await reasonOf(run(1 as never, { loopFactory: factory })), TypeError, 'An asyncio.Future, a coroutine or an awaitable is required');
     function* main(): Coroutine<void> {}
-    const error = await reasonOf(run(main as never, { loopFactory: factory }));
-    expect(error).toBeInstanceOf(RangeError);
-    expect((error as Error).message).toMatch(/^a coroutine was expected, got /);
-    expect(factory.calls).toEqual([]);
+    expectError(await reasonOf(run(main as never, { loopFactory: factory })), TypeError, 'An asyncio.Future, a coroutine or an awaitable is required');
+    expect(factory.made.map((loop) => loop.isClosed())).toEqual([true, true]);
+  });
+
+  it('runs any awaitable (3.14): a Promise, a thenable, a Future of a loop of its own', async () => {
+    await expect(run(Promise.resolve('from a promise'))).resolves.toBe('from a promise');
+    const thenable: PromiseLike<string> = { then: (resolve) => Promise.resolve('from a thenable').then(resolve) };
+    await expect(run(thenable)).resolves.toBe('from a thenable');
+    expectError(await reasonOf(run(Promise.reject(new RangeError('rejected')))), RangeError, 'rejected');
+    const other = newEventLoop();
+    try {
+      const foreign = other.createFuture<string>();
+      const error = await reasonOf(run(foreign));
+      expect(error).toBeInstanceOf(RuntimeError);
+      expect((error as Error).message).toMatch(/^Task <Task pending name='Task-\d+' coro=<wrapAwaitable\(\)> cb=\[runUntilCompleteCallback\(\)\]> got Future <Future pending> attached to a different loop$/);
+    } finally {
+      other.close();
+    }
   });
 
   it('sets the debug mode of the loop; without the option it stays off', async () => {
@@ -332,13 +347,28 @@ describe('Runner', () => {
     }
   });
 
-  it('rejects what is not a coroutine, a Future included, with RangeError', async () => {
+  it('rejects what is not awaitable with TypeError (test_run_non_coro, 3.14)', async () => {
     const runner = new Runner({ loopFactory: virtualFactory() });
-    expectError(await reasonOf(runner.run(123 as never)), RangeError, 'a coroutine was expected, got 123');
-    const error = await reasonOf(runner.run(runner.getLoop().createFuture() as never));
-    expect(error).toBeInstanceOf(RangeError);
-    expect((error as Error).message).toMatch(/^a coroutine was expected, got /);
+    expectError(await reasonOf(runner.run(123 as never)), TypeError, 'An asyncio.Future, a coroutine or an awaitable is required');
+    expectError(await reasonOf(runner.run({ then: 1 } as never)), TypeError, 'An asyncio.Future, a coroutine or an awaitable is required');
     await runner.close();
+  });
+
+  it('runs a Future of its loop (test_run_future, 3.14) and a thenable (test_run_awaitable), in its context', async () => {
+    const runner = new Runner({ loopFactory: virtualFactory() });
+    try {
+      const fut = runner.getLoop().createFuture<string>();
+      fut.setResult('done');
+      await expect(runner.run(fut)).resolves.toBe('done');
+      const cvar = new ContextVar<string>('cvar', { default: 'unset' });
+      const seen: PromiseLike<string> = { then: (resolve) => Promise.resolve(cvar.get()).then(resolve) };
+      await expect(runner.run(seen)).resolves.toBe('unset');
+      const pending = runner.getLoop().createFuture<number>();
+      runner.getLoop().callLater(1, () => pending.setResult(42));
+      await expect(runner.run(pending)).resolves.toBe(42);
+    } finally {
+      await runner.close();
+    }
   });
 
   it('refuses run() from inside its own running loop and closes the coroutine unrun', async () => {

@@ -2,11 +2,14 @@ import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
   ContextVar,
+  Event,
   ExceptionGroup,
   KeyboardInterrupt,
   RuntimeError,
   SystemExit,
   copyContext,
+  eagerTaskFactory,
+  shield,
   sleep,
   type Coroutine,
   type ExceptionContext,
@@ -15,6 +18,7 @@ import {
 } from '../src/index.js';
 import { TaskGroup } from '../src/taskgroups.js';
 import { raisedBy, self } from './helpers/coroutines.js';
+import { expectError } from './helpers/errors.js';
 import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
 
@@ -776,5 +780,264 @@ describe('TaskGroup.run', () => {
     }
     await run(main());
     expect(log).toEqual(['<TaskGroup tasks=1 cancelling>', 'child ended at 0.5']);
+  });
+});
+
+/**
+ * TaskGroup.cancel (asyncio 3.15), after the tests of CPython's main branch; each order checked
+ * by running CPython main's TaskGroup on CPython 3.13, lazily and with the eager task factory.
+ */
+describe('TaskGroup.cancel', () => {
+  function* sleeper(log: string[], name: string): Coroutine<void> {
+    try {
+      yield* sleep(10);
+      log.push(`${name} slept`);
+    } catch (e) {
+      if (e instanceof CancelledError) log.push(`${name} cancelled`);
+      throw e;
+    }
+  }
+
+  it.each([
+    ['lazily', false],
+    ['eagerly', true],
+  ])('cancels the children and the body, then ends without an error (%s)', async (_how, eager) => {
+    if (eager) loop.setTaskFactory(eagerTaskFactory);
+    const log: string[] = [];
+    function* main(): Coroutine<void> {
+      const result = yield* new TaskGroup().run(function* (tg) {
+        tg.createTask(sleeper(log, 'c1'));
+        tg.createTask(sleeper(log, 'c2'));
+        yield* sleep(0);
+        log.push('body cancels');
+        tg.cancel();
+        log.push('body after cancel');
+        yield* sleep(0);
+        log.push('body not cancelled');
+        return 'unreached';
+      });
+      log.push(`after group result=${result} cancelling=${self().cancelling()} t=${loop.time()}`);
+    }
+    await run(main());
+    expect(log).toEqual(['body cancels', 'body after cancel', 'c1 cancelled', 'c2 cancelled', 'after group result=undefined cancelling=0 t=0']);
+  });
+
+  it('cancels the body at its next wait, and a second cancel() changes nothing', async () => {
+    function* main(): Coroutine<string> {
+      let count = 0;
+      yield* new TaskGroup().run(function* (tg) {
+        tg.cancel();
+        tg.cancel();
+        count += 1;
+        yield* sleep(0);
+        count += 1;
+      });
+      return `count=${count} cancelling=${self().cancelling()}`;
+    }
+    expect(await run(main())).toBe('count=1 cancelling=0');
+  });
+
+  it('does nothing once the group is done', async () => {
+    function* main(): Coroutine<string> {
+      const tg = new TaskGroup();
+      yield* tg.run(function* () {
+        yield* sleep(0);
+      });
+      tg.cancel();
+      yield* sleep(0);
+      return `cancelling=${self().cancelling()} ${tg}`;
+    }
+    expect(await run(main())).toBe('cancelling=0 <TaskGroup entered>');
+  });
+
+  it('called before the group is entered, cancels it as it enters', async () => {
+    function* main(): Coroutine<number> {
+      const tg = new TaskGroup();
+      tg.cancel();
+      let count = 0;
+      yield* tg.run(function* () {
+        count += 1;
+        yield* sleep(0);
+        count += 1;
+      });
+      return count;
+    }
+    expect(await run(main())).toBe(1);
+  });
+
+  it.each([
+    [
+      'a child that cancels the group, then raises',
+      function* (tg: TaskGroup): Coroutine<void> {
+        tg.createTask(
+          (function* (): Coroutine<never> {
+            tg.cancel();
+            throw new RangeError('child');
+          })(),
+        );
+        yield* sleep(1);
+      },
+    ],
+    [
+      'a child that raises, then cancels the group',
+      function* (tg: TaskGroup): Coroutine<void> {
+        tg.createTask(
+          (function* (): Coroutine<never> {
+            try {
+              throw new RangeError('child');
+            } finally {
+              tg.cancel();
+            }
+          })(),
+        );
+        yield* sleep(1);
+      },
+    ],
+    [
+      'a body that cancels the group, then raises',
+      function* (tg: TaskGroup): Coroutine<void> {
+        tg.cancel();
+        throw new RangeError('body');
+      },
+    ],
+    [
+      'a body that raises, then cancels the group',
+      function* (tg: TaskGroup): Coroutine<void> {
+        try {
+          throw new RangeError('body');
+        } finally {
+          tg.cancel();
+        }
+      },
+    ],
+  ])('keeps the errors: %s raises an ExceptionGroup of that error', async (_case, body) => {
+    function* main(): Coroutine<[unknown, number]> {
+      const error = yield* raisedBy(() => new TaskGroup().run(body));
+      return [error, self().cancelling()];
+    }
+    const [error, cancelling] = await run(main());
+    expect(error).toBeInstanceOf(ExceptionGroup);
+    expectError(error, ExceptionGroup, 'unhandled errors in a TaskGroup');
+    expect(names(error)).toEqual(['RangeError']);
+    expect(cancelling).toBe(0);
+  });
+
+  it('lets the first of several racers win: the group ends at its cancel()', async () => {
+    const log: string[] = [];
+    const event = new Event();
+    function* fn(n: number): Coroutine<number> {
+      log.push(`${n} started`);
+      yield* event.wait();
+      log.push(`${n} finished`);
+      return n;
+    }
+    function* race(...fns: Array<() => Coroutine<number>>): Coroutine<number | null> {
+      let outcome: number | null = null;
+      yield* new TaskGroup().run(function* (tg) {
+        for (const f of fns) {
+          tg.createTask(
+            (function* (): Coroutine<void> {
+              outcome = yield* f();
+              tg.cancel();
+            })(),
+          );
+        }
+      });
+      return outcome;
+    }
+    function* main(): Coroutine<number | null> {
+      let outcome: number | null = null;
+      yield* new TaskGroup().run(function* (outer) {
+        outer.createTask(
+          (function* (): Coroutine<void> {
+            log.push('trigger');
+            event.set();
+          })(),
+        );
+        outcome = yield* race(
+          () => fn(1),
+          () => fn(2),
+        );
+      });
+      return outcome;
+    }
+    expect(await run(main())).toBe(1);
+    expect(log).toEqual(['trigger', '1 started', '1 finished']);
+  });
+
+  it('with eager tasks, a racer that wins in its eager step shuts the group before the next racer is created', async () => {
+    // CPython main with eager_task_factory: RuntimeError('TaskGroup ... is shutting down') from create_task.
+    loop.setTaskFactory(eagerTaskFactory);
+    function* winner(tg: TaskGroup): Coroutine<void> {
+      tg.cancel();
+    }
+    function* main(): Coroutine<unknown> {
+      return yield* raisedBy(() =>
+        new TaskGroup().run(function* (tg) {
+          tg.createTask(winner(tg));
+          tg.createTask(winner(tg));
+        }),
+      );
+    }
+    const error = await run(main());
+    expect(error).toBeInstanceOf(ExceptionGroup);
+    const [inner] = (error as ExceptionGroup).exceptions;
+    expectError(inner, RuntimeError, 'TaskGroup <TaskGroup tasks=1 cancelling> is shutting down');
+  });
+
+  it('a cancel from outside that comes while the group waits for its children is not lost (gh-155433)', async () => {
+    const log: string[] = [];
+    function* slowCleanup(name: string): Coroutine<void> {
+      try {
+        yield* sleep(10);
+      } catch (e) {
+        log.push(`${name} cleaning up`);
+        yield* shield(sleep(0.5));
+        log.push(`${name} cleaned`);
+        throw e;
+      }
+    }
+    function* canceller(tg: TaskGroup): Coroutine<void> {
+      yield* sleep(0.1);
+      tg.cancel();
+    }
+    function* body(): Coroutine<void> {
+      yield* new TaskGroup().run(function* (tg) {
+        tg.createTask(slowCleanup('c'));
+        tg.createTask(canceller(tg));
+      });
+      log.push('group exited normally');
+      yield* sleep(0);
+      log.push('after group');
+    }
+    function* main(): Coroutine<void> {
+      const t = loop.createTask(body());
+      yield* sleep(0.3);
+      t.cancel('outer');
+      const error = yield* raisedBy(() => t);
+      log.push(`${(error as Error).name}: ${(error as Error).message} at ${loop.time()}`);
+    }
+    await run(main());
+    expect(log).toEqual(['c cleaning up', 'c cleaned', 'CancelledError: outer at 0.6']);
+  });
+
+  it('an eager child that cancels the group in its first step is cancelled once it is one of the group’s tasks (gh-155418)', async () => {
+    loop.setTaskFactory(eagerTaskFactory);
+    const log: string[] = [];
+    function* child(tg: TaskGroup): Coroutine<void> {
+      tg.cancel();
+      yield* sleeper(log, 'child');
+    }
+    function* main(): Coroutine<void> {
+      yield* new TaskGroup().run(function* (tg) {
+        tg.createTask(child(tg));
+        log.push('body continues');
+        yield* sleep(0);
+        log.push('body not cancelled');
+      });
+      log.push(`done cancelling=${self().cancelling()} t=${loop.time()}`);
+    }
+    await run(main());
+    expect(log).toEqual(['body continues', 'child cancelled', 'done cancelling=0 t=0']);
   });
 });

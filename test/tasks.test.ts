@@ -9,6 +9,7 @@ import {
   allTasks,
   createTask,
   currentTask,
+  ensureFuture,
   setEventLoop,
   sleep,
   type Coroutine,
@@ -22,6 +23,8 @@ import {
   shield,
   wait,
   waitFor,
+  type AsCompletedIterator,
+  type CompletedInput,
   type ReturnWhen,
 } from '../src/tasks.js';
 import { useFreshLoop } from './helpers/loops.js';
@@ -1144,18 +1147,37 @@ describe('asCompleted', () => {
     ]);
   });
 
-  it('hands an outcome to the next future when the awaiter of one cancelled it', async () => {
+  it('hands a completion to the next awaited future when the awaiter of one was cancelled', async () => {
     const a = loop.createFuture<string>();
     const b = loop.createFuture<string>();
-    setEventLoop(loop);
-    const it = asCompleted([a, b]);
-    const first = it.next().value as Future<string>;
-    const second = it.next().value as Future<string>;
-    expect(it.next().done).toBe(true);
-    first.cancel();
-    a.setResult('a');
-    await runOnce(loop);
-    expect(second.result()).toBe('a');
+    function* main(): Coroutine<string[]> {
+      const it = asCompleted([a, b]);
+      const first = it.next().value as Future<string>;
+      const second = it.next().value as Future<string>;
+      const log: string[] = [`third done ${it.next().done}`];
+      const waiting = createTask((function* (): Coroutine<string> {
+        return yield* first;
+      })());
+      yield* sleep(0);
+      waiting.cancel();
+      yield* sleep(0);
+      log.push(`first cancelled ${first.cancelled()}`);
+      a.setResult('a');
+      log.push(`second ${yield* second}`);
+      b.setResult('b');
+      return log;
+    }
+    expect(await loop.runUntilComplete(main())).toEqual(['third done true', 'first cancelled true', 'second a']);
+  });
+
+  it('gives nothing to a future never awaited (3.13: each takes a completion when awaited)', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const [first, second] = [...asCompleted([delayed('a', 0.1), delayed('b', 0.2)])] as Array<Future<string>>;
+      yield* sleep(0.5);
+      const pending = [first!.done(), second!.done()];
+      return [...pending, yield* second!, yield* first!];
+    }
+    expect(await loop.runUntilComplete(main())).toEqual([false, false, 'a', 'b']);
   });
 
   it('uses the running loop and refuses a single future or coroutine', async () => {
@@ -1168,10 +1190,10 @@ describe('asCompleted', () => {
     expect(await loop.runUntilComplete(main())).toBe(true);
     const fut = loop.createFuture();
     expect(() => asCompleted(fut as unknown as Iterable<Future<unknown>>)).toThrow(
-      new TypeError('expect an iterable of futures, not Future'),
+      new TypeError('expects an iterable of awaitables, not Future'),
     );
     expect(() => asCompleted(numCoro() as unknown as Iterable<Future<unknown>>)).toThrow(
-      new TypeError('expect an iterable of futures, not coroutine'),
+      new TypeError('expects an iterable of awaitables, not coroutine'),
     );
   });
 
@@ -1182,5 +1204,230 @@ describe('asCompleted', () => {
   it('ends at once for no inputs', () => {
     setEventLoop(loop);
     expect([...asCompleted([])]).toEqual([]);
+  });
+});
+
+/**
+ * The `for await` form of `it`, typed as such: TypeScript types `for await` over the iterator
+ * itself from its `for...of` form once this file has checked that form (see CompletedInput).
+ */
+function inputsOf<T>(it: AsCompletedIterator<T>): AsyncIterable<CompletedInput<T>> {
+  return it;
+}
+
+/** Run the async function `body` as the loop runs: a coroutine awaiting its Promise. */
+function* awaitAsync<T>(body: () => Promise<T>): Coroutine<T> {
+  return yield* ensureFuture(body());
+}
+
+/** The three ways to iterate asCompleted, each collecting what `use` makes of every completion. */
+const forms = {
+  /** for...of, awaiting each Future: the outcomes. */
+  *plain<T>(it: AsCompletedIterator<T>, use: (value: T) => unknown, limit = Infinity): Coroutine<unknown[]> {
+    const out: unknown[] = [];
+    for (const next of it) {
+      out.push(use(yield* next));
+      if (out.length === limit) break;
+    }
+    return out;
+  },
+  /** for await in an async function: the inputs, whose results are read. */
+  *async<T>(it: AsCompletedIterator<T>, use: (value: T) => unknown, limit = Infinity): Coroutine<unknown[]> {
+    return yield* awaitAsync(async () => {
+      const out: unknown[] = [];
+      for await (const input of inputsOf(it)) {
+        out.push(use(input.result()));
+        if (out.length === limit) break;
+      }
+      return out;
+    });
+  },
+  /** originals() in a coroutine: the inputs, whose results are read. */
+  *originals<T>(it: AsCompletedIterator<T>, use: (value: T) => unknown, limit = Infinity): Coroutine<unknown[]> {
+    const out: unknown[] = [];
+    for (const next of it.originals()) {
+      out.push(use((yield* next).result()));
+      if (out.length === limit) break;
+    }
+    return out;
+  },
+};
+const formNames = Object.keys(forms) as Array<keyof typeof forms>;
+
+describe('asCompleted as in asyncio 3.13 (test_tasks)', () => {
+  it.each(formNames)('test_as_completed: completion order (%s)', async (form) => {
+    function* main(): Coroutine<unknown[]> {
+      return yield* forms[form](asCompleted([delayed('b', 0.01), delayed('c', 0.15), delayed('a', 0.01)]), (v) => v);
+    }
+    const res = await loop.runUntilComplete(main());
+    expect(res.slice(0, 2).sort()).toEqual(['a', 'b']);
+    expect(res[2]).toBe('c');
+  });
+
+  it.each(['async', 'originals'] as const)('test_as_completed_same_tasks_in_as_out: the inputs themselves, Tasks made for coroutines (%s)', async (form) => {
+    function* coro<T>(value: T): Coroutine<T> {
+      return value;
+    }
+    function* collect(aws: Array<Coroutine<string> | Future<string>>): Coroutine<Array<Future<string>>> {
+      const it = asCompleted(aws);
+      if (form === 'originals') {
+        const out: Array<Future<string>> = [];
+        for (const next of it.originals()) out.push(yield* next);
+        return out;
+      }
+      return yield* awaitAsync(async () => {
+        const out: Array<Future<string>> = [];
+        for await (const input of inputsOf(it)) out.push(input as Future<string>);
+        return out;
+      });
+    }
+    function* main(): Coroutine<boolean[]> {
+      const coros = [coro('0'), coro('1')];
+      const out = yield* collect(coros);
+      const taskB = createTask(coro('b'));
+      const taskD = createTask(coro('d'));
+      const mixed = yield* collect([coro('a'), taskB, coro('c'), taskD]);
+      return [
+        out.length === 2 && out.every((f) => f instanceof Future && !(coros as unknown[]).includes(f)),
+        mixed.length === 4 && mixed.filter((f) => f === taskB || f === taskD).length === 2,
+        mixed.every((f) => f.done()),
+      ];
+    }
+    expect(await loop.runUntilComplete(main())).toEqual([true, true, true]);
+  });
+
+  it('test_as_completed_with_timeout (plain): the first awaited after the timeout raises TimeoutError', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const a = createTask(sleep(0.1, 'a'));
+      const b = createTask(sleep(0.15, 'b'));
+      const values: unknown[] = [];
+      for (const next of asCompleted([a, b], { timeout: 0.12 })) {
+        try {
+          values.push([1, yield* next]);
+        } catch (error) {
+          values.push([2, (error as Error).name, loop.time()]);
+        }
+      }
+      yield* wait([a, b]);
+      return values;
+    }
+    expect(await loop.runUntilComplete(main())).toEqual([
+      [1, 'a'],
+      [2, 'TimeoutError', 0.12],
+    ]);
+  });
+
+  it.each(['async', 'originals'] as const)('test_as_completed_with_timeout: the iteration itself raises TimeoutError (%s)', async (form) => {
+    function* main(): Coroutine<unknown[]> {
+      const a = createTask(sleep(0.1, 'a'));
+      const b = createTask(sleep(0.15, 'b'));
+      const values: unknown[] = [];
+      try {
+        yield* forms[form](asCompleted([a, b], { timeout: 0.12 }), (v) => values.push([1, v]));
+      } catch (error) {
+        values.push([2, (error as Error).name]);
+      }
+      yield* wait([a, b]);
+      return [...values, b.result()];
+    }
+    expect(await loop.runUntilComplete(main())).toEqual([[1, 'a'], [2, 'TimeoutError'], 'b']);
+  });
+
+  it.each(formNames)('test_as_completed_with_unused_timeout (%s)', async (form) => {
+    function* main(): Coroutine<unknown[]> {
+      return yield* forms[form](asCompleted([sleep(0.01, 'a')], { timeout: 1 }), (v) => v);
+    }
+    expect(await loop.runUntilComplete(main())).toEqual(['a']);
+  });
+
+  it.each(formNames)('test_as_completed_resume_iterator: a loop broken off resumes where it stopped (%s)', async (form) => {
+    function* coro(i: number): Coroutine<number> {
+      return i;
+    }
+    function* main(): Coroutine<unknown[]> {
+      const it = asCompleted([coro(0), coro(1), coro(2), coro(3)]);
+      const first = yield* forms[form](it, (v) => v, 2);
+      const rest = yield* forms[form](it, (v) => v);
+      return [first.length, [...first, ...rest].sort()];
+    }
+    expect(await loop.runUntilComplete(main())).toEqual([2, [0, 1, 2, 3]]);
+  });
+
+  it('test_as_completed_reverse_wait: the first Future awaited takes the first completion', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const futs = [...asCompleted([sleep(0.05, 'a'), sleep(0.1, 'b')])];
+      const x = yield* futs[1]!;
+      const at = loop.time();
+      const y = yield* futs[0]!;
+      return [futs.length, x, at, y, loop.time()];
+    }
+    expect(await loop.runUntilComplete(main())).toEqual([2, 'a', 0.05, 'b', 0.1]);
+  });
+
+  it.each(['plain', 'async'] as const)('test_as_completed_concurrent: the Futures handed out can be awaited together (%s)', async (form) => {
+    function* main(): Coroutine<string[]> {
+      const it = asCompleted([sleep(0.05, 'a'), sleep(0.05, 'b')]);
+      const futs: Array<Future<string>> = form === 'plain' ? [...it] : yield* awaitAsync(async () => {
+        const inputs: Array<Future<string>> = [];
+        for await (const input of inputsOf(it)) inputs.push(input as Future<string>);
+        return inputs;
+      });
+      const [done] = yield* wait(futs.map((f) => ensureFuture(f)));
+      return [...done].map((f) => f.result()).sort();
+    }
+    expect(await loop.runUntilComplete(main())).toEqual(['a', 'b']);
+  });
+
+  it.each(formNames)('test_as_completed_duplicate_coroutines (%s)', async (form) => {
+    function* coro(value: string): Coroutine<string> {
+      return value;
+    }
+    function* main(): Coroutine<unknown[]> {
+      const c = coro('ham');
+      return (yield* forms[form](asCompleted([c, c, coro('spam')]), (v) => v)).sort();
+    }
+    expect(await loop.runUntilComplete(main())).toEqual(['ham', 'spam']);
+  });
+
+  it('test_as_completed_invalid_args: the async form refuses a single Future or coroutine too', async () => {
+    const fut = loop.createFuture();
+    const coro = numCoro();
+    function* main(): Coroutine<unknown[]> {
+      return [
+        yield* awaitAsync(async () => {
+          try {
+            for await (const f of asCompleted(fut as never)) return f;
+          } catch (error) {
+            return error;
+          }
+        }),
+        yield* awaitAsync(async () => {
+          try {
+            for await (const f of asCompleted(coro as never)) return f;
+          } catch (error) {
+            return error;
+          }
+        }),
+      ];
+    }
+    const [a, b] = await loop.runUntilComplete(main());
+    expect(a).toEqual(new TypeError('expects an iterable of awaitables, not Future'));
+    expect(b).toEqual(new TypeError('expects an iterable of awaitables, not coroutine'));
+    coro.return(1);
+  });
+
+  it('the three forms share one count of completions', async () => {
+    function* main(): Coroutine<unknown[]> {
+      const it = asCompleted([sleep(0.1, 'a'), sleep(0.2, 'b'), sleep(0.3, 'c')]);
+      const first = yield* it.next().value!;
+      const second = (yield* it.originals().next().value!).result();
+      const third = yield* awaitAsync(async () => {
+        const out: string[] = [];
+        for await (const input of inputsOf(it)) out.push(input.result());
+        return out;
+      });
+      return [first, second, third, it.next().done];
+    }
+    expect(await loop.runUntilComplete(main())).toEqual(['a', 'b', ['c'], true]);
   });
 });

@@ -181,6 +181,22 @@ def gather_tasks(count):
     return count / took
 
 
+def tasks_gather(count, eager):
+    loop = new_loop()
+    if eager:
+        loop.set_task_factory(asyncio.eager_task_factory)
+
+    async def main():
+        results = await asyncio.gather(*[return_one() for _ in range(count)])
+        assert len(results) == count
+
+    started = time.perf_counter()
+    loop.run_until_complete(main())
+    took = time.perf_counter() - started
+    loop.close()
+    return count / took
+
+
 def queue_transfer(count, maxsize):
     loop = new_loop()
 
@@ -293,6 +309,10 @@ def main():
     out['callSoon chain'] = median_of(RUNS, lambda: call_soon_chain(300_000))
     out['callSoon burst'] = median_of(RUNS, lambda: call_soon_burst(300_000))
     out['task spawn+complete'] = median_of(RUNS, lambda: task_spawn(100_000))
+    out['100k tasks + gather'] = median_of(RUNS, lambda: tasks_gather(100_000, False))
+    # eager_task_factory came with Python 3.12.
+    if hasattr(asyncio, 'eager_task_factory'):
+        out['100k eager tasks + gather'] = median_of(RUNS, lambda: tasks_gather(100_000, True))
     out['bare-yield switches'] = median_of(RUNS, lambda: bare_yield_switches(100, 2_000))
     runs = [timers(200_000, 0.2) for _ in range(3)]
     out['200k timers, half cancelled'] = statistics.median(r['ops'] for r in runs)
