@@ -7,6 +7,8 @@
  * Promise reactions and MessagePort messages run; with nothing ready it sleeps on one Node timer
  * armed for the earliest TimerHandle, which also keeps the process alive while the loop runs.
  */
+import { yieldable } from './internal/yieldable.js';
+import type { YieldablePromise } from './coroutines.js';
 import { performance } from 'node:perf_hooks';
 import { _currentVars, type Context } from './contextvars.js';
 import { RuntimeError, _isEscaping } from './exceptions.js';
@@ -504,19 +506,21 @@ export class EventLoop {
    * await loop.runForever();
    * ```
    */
-  runForever(): Promise<void> {
+  runForever(): YieldablePromise<void> {
     try {
       this.#checkClosed();
       this.#checkRunning();
     } catch (error) {
-      return Promise.reject(error);
+      return yieldable(Promise.reject(error as Error));
     }
     this.#running = true;
     _setRunningLoop(this);
-    return new Promise<void>((resolve, reject) => {
-      this.#settle = (error) => (error === undefined ? resolve() : reject(error));
-      this.#drive();
-    });
+    return yieldable(
+      new Promise<void>((resolve, reject) => {
+        this.#settle = (error) => (error === undefined ? resolve() : reject(error));
+        this.#drive();
+      }),
+    );
   }
 
   /**
@@ -530,7 +534,11 @@ export class EventLoop {
    * const answer = await loop.runUntilComplete(compute(), { signal: AbortSignal.timeout(5000) });
    * ```
    */
-  async runUntilComplete<T>(aw: Awaitable<T>, options?: SignalOption): Promise<T> {
+  runUntilComplete<T>(aw: Awaitable<T>, options?: SignalOption): YieldablePromise<T> {
+    return yieldable(this.#runUntilComplete(aw, options));
+  }
+
+  async #runUntilComplete<T>(aw: Awaitable<T>, options?: SignalOption): Promise<T> {
     this.#checkClosed();
     this.#checkRunning();
     const signal = _checkSignal(options?.signal, 'runUntilComplete()');

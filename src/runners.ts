@@ -2,6 +2,8 @@
  * run() and Runner (asyncio.runners): a fresh loop for a main coroutine, then an orderly
  * teardown: cancel leftover tasks, finalize, shut the default executor down, close the loop.
  */
+import { yieldable } from './internal/yieldable.js';
+import type { YieldablePromise } from './coroutines.js';
 import { isMainThread } from 'node:worker_threads';
 import type { EventLoop } from './base-events.js';
 import { copyContext, type Context } from './contextvars.js';
@@ -70,7 +72,11 @@ export class Runner {
    * await runner.run(fetch(url)); // a Promise, awaited by a task of the runner's loop
    * ```
    */
-  async run<T>(coro: Awaitable<T>, options?: { context?: Context } & SignalOption): Promise<T> {
+  run<T>(coro: Awaitable<T>, options?: { context?: Context } & SignalOption): YieldablePromise<T> {
+    return yieldable(this.#run(coro, options));
+  }
+
+  async #run<T>(coro: Awaitable<T>, options?: { context?: Context } & SignalOption): Promise<T> {
     if (_getRunningLoop() !== null) {
       closeIfCoroutine(coro);
       throw new RuntimeError('Runner.run() cannot be called from a running event loop');
@@ -123,7 +129,16 @@ export class Runner {
    * Cancel leftover tasks, then the calls to other threads still in flight, finalize, shut down
    * the default executor and close the loop; a no-op unless initialized.
    */
-  async close(): Promise<void> {
+  close(): YieldablePromise<void> {
+    return yieldable(this.#close());
+  }
+
+  /** `await using runner = new Runner()`: `close()` when the scope ends. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #close(): Promise<void> {
     if (this.#state !== State.Initialized) return;
     const loop = this.#loop as EventLoop;
     try {
@@ -241,7 +256,11 @@ async function cancelCallsInFlight(loop: EventLoop): Promise<void> {
  * console.log(await run(main())); // 42
  * ```
  */
-export async function run<T>(main: Awaitable<T>, options?: RunOptions & SignalOption): Promise<T> {
+export function run<T>(main: Awaitable<T>, options?: RunOptions & SignalOption): YieldablePromise<T> {
+  return yieldable(runMain(main, options));
+}
+
+async function runMain<T>(main: Awaitable<T>, options?: RunOptions & SignalOption): Promise<T> {
   if (_getRunningLoop() !== null) {
     throw new RuntimeError('asyncio.run() cannot be called from a running event loop');
   }

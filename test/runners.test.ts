@@ -468,6 +468,6 @@ describe('run and SIGINT', () => {
     child.child.kill('SIGINT');
     const exit = await child.exited;
     expect(exit.code).toBe(130);
-    expect(exit.stderr).toMatch(/^KeyboardInterrupt\n\s+at Runner\.run /m);
+    expect(exit.stderr).toMatch(/^KeyboardInterrupt\n\s+at (Runner\.)?#?run /m);
   });
 });
