@@ -7,6 +7,7 @@
  */
 import { LookupError, RuntimeError } from './exceptions.js';
 import { INSPECT } from './internal/format.js';
+import { registerTravelling } from './internal/travel.js';
 
 /** @internal An immutable mapping from variables to values; null when empty. */
 export type VarMap = ReadonlyMap<ContextVar<unknown>, unknown> | null;
@@ -270,6 +271,32 @@ export class ContextVar<T> {
   toString(): string {
     return `<ContextVar name='${this.name}'>`;
   }
+}
+
+/**
+ * Let `contextVar`'s value travel with calls to other threads and processes, under one name
+ * (default: its `name`), registered in every thread that sends or receives it: call it in the
+ * module that defines the variable, which both sides import. A call or job (`lt.call`,
+ * `callSoonThreadsafe`, `submit`, pool calls, `runInExecutor`/`toThread`, BullMQ jobs) carries the
+ * caller's values of registered variables set in its current context; the callee runs in a copy
+ * of its own context with those values set (asyncio's `to_thread` copies the context). Values
+ * changed there do not come back; a variable not set stays unset there. A value that cannot
+ * cross fails that call with a TypeError naming the variable; two variables under one name are a
+ * TypeError here.
+ *
+ * @example
+ * ```ts
+ * export const requestId = registerContextVar(new ContextVar<string>('requestId'));
+ * // in a handler: requestId.set(id); yield* worker.call('process', job); // the worker logs the same id
+ * ```
+ */
+export function registerContextVar<T>(contextVar: ContextVar<T>, options?: { name?: string }): ContextVar<T> {
+  if (!(contextVar instanceof ContextVar)) throw new TypeError(`registerContextVar() needs a ContextVar, got ${typeof contextVar}`);
+  if (options !== undefined && (options === null || typeof options !== 'object')) throw new TypeError('registerContextVar() options must be an object');
+  const name = options?.name ?? contextVar.name;
+  if (typeof name !== 'string' || name === '') throw new TypeError(`registerContextVar() options.name must be a non-empty string, got ${typeof name === 'string' ? "''" : typeof name}`);
+  registerTravelling(contextVar as ContextVar<unknown>, name);
+  return contextVar;
 }
 
 /**

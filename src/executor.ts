@@ -16,6 +16,8 @@
  * thread. Its jobs are taken by compare-and-exchange on their state slots, so the old thread
  * skips them and each job runs once.
  */
+import { _currentVars } from './contextvars.js';
+import { carriedContext, travelling, type CarriedContext } from './internal/travel.js';
 import type { YieldablePromise } from './coroutines.js';
 import { yieldable } from './internal/yieldable.js';
 import { existsSync } from 'node:fs';
@@ -233,6 +235,8 @@ class JobFuture extends ConcurrentFuture<unknown> {
   solo = false;
   /** Whether its arguments moved buffers to the thread its batch went to: it can run there only. */
   pinned = false;
+  /** The values of registered context variables it carries (internal/travel.ts), or null. */
+  carried: CarriedContext | null = null;
 
   constructor(engine: PoolEngine, fn: WorkerFn, args: unknown[]) {
     super();
@@ -346,6 +350,14 @@ class PoolEngine {
     if (this.#shutdown) throw new RuntimeError('cannot schedule new futures after shutdown');
     const fn = checkWorkerFn(candidate, 'submit()');
     const job = new JobFuture(this, fn, args);
+    if (travelling.size !== 0) {
+      try {
+        job.carried = carriedContext(_currentVars());
+      } catch (error) {
+        job._setException(new TypeError(`cannot send ${describeWorkerFn(fn)} to a pool thread: ${(error as Error).message}`, { cause: error }));
+        return job;
+      }
+    }
     let callbacks: _Callbacks | null = null;
     for (let i = 0; i < args.length; i++) {
       const arg = args[i];
@@ -538,8 +550,10 @@ class PoolEngine {
     let seen: Map<WorkerFn, number> | null = null;
     let lastFn: WorkerFn | null = null;
     let lastAt = -1;
+    let contexts: Array<CarriedContext | null> | null = null;
     for (let i = 0; i < count; i++) {
       const job = jobs[i] as JobFuture;
+      if (job.carried !== null) (contexts ??= new Array<CarriedContext | null>(count).fill(null))[i] = job.carried;
       job.slots = slots;
       job.index = i;
       job.batch = batch;
@@ -563,7 +577,7 @@ class PoolEngine {
       collectTransfers(jobArgs, transfer);
       if (transfer.length > before) job.pinned = true;
     }
-    const request: BatchRequest = { id, fns, jobs: meta, args, slots, values };
+    const request: BatchRequest = contexts === null ? { id, fns, jobs: meta, args, slots, values } : { id, fns, jobs: meta, args, slots, values, contexts };
     this.#inFlight.add(batch);
     this.#byId.set(id, batch);
     this.#jobsInFlight += count;

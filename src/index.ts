@@ -20,7 +20,7 @@ export {
   SystemExit,
   TimeoutError,
 } from './exceptions.js';
-export { Context, ContextVar, Token, copyContext } from './contextvars.js';
+export { Context, ContextVar, Token, copyContext, registerContextVar } from './contextvars.js';
 export { Handle, TimerHandle } from './handles.js';
 export {
   EventLoop,

@@ -92,6 +92,7 @@ const EXPECTED_EXPORTS = [
   'ps',
   'pstree',
   'registerClass',
+  'registerContextVar',
   'run',
   'runCoroutineThreadsafe',
   'serveBullMQ',

@@ -18,6 +18,8 @@
  * function names stay whole. A record that still cannot be read fails alone: its call's Future
  * fails with the reason, or a result that cannot be read becomes an error.
  */
+import { _currentVars, type Context, type VarMap } from '../contextvars.js';
+import { carriedContext, contextFor, isCarriedContext, travelling, type CarriedContext } from './travel.js';
 import { isMainThread, receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
 import { ConcurrentFuture } from './concurrent-future.js';
 import type { CallsInFlight, EventLoop, Flushable, InboxReceiver, Pollable } from '../base-events.js';
@@ -49,6 +51,7 @@ import {
   OP_NAME,
   OP_NOTIFY,
   OP_ORIGIN,
+  OP_CONTEXT,
   OP_REPLAY,
   OP_REPLAY_END,
   OP_RESULT,
@@ -200,6 +203,10 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   #lastOrigin: object | null | undefined = undefined;
   /** The caller the last ORIGIN received named. */
   #origin: RemoteRef | null = null;
+  /** The context variables the last CONTEXT sent was made from (undefined: none sent yet). */
+  #lastVars: VarMap | undefined = undefined;
+  /** The values of context variables the calls that arrive now carry (the last CONTEXT received). */
+  #carried: CarriedContext | null = null;
   readonly #target: CallTarget;
   /** How messages name the other side, e.g. "LoopThread 'worker-1'". */
   readonly #peer: string;
@@ -286,6 +293,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     }
     let callbacks: _Callbacks | null;
     try {
+      if (travelling.size !== 0) this.#sendContext('call', name);
       callbacks = this.#encodeArgs('call', name, args);
     } catch (error) {
       future._setExceptionUnchecked(error);
@@ -315,6 +323,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     }
     let callbacks: _Callbacks | null;
     try {
+      if (travelling.size !== 0) this.#sendContext('call', name);
       callbacks = this.#encodeArgs('call', name, args);
     } catch (error) {
       settle(future as ConcurrentFuture<unknown>, OP_ERROR, error);
@@ -400,6 +409,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   notify(name: string, args: unknown[]): void {
     const death = this.#death;
     if (death !== null) throw death();
+    if (travelling.size !== 0) this.#sendContext('callSoonThreadsafe', name);
     // Callbacks of a callSoonThreadsafe are released by the far side once the call has run.
     this.#encodeArgs('callSoonThreadsafe', name, args);
     this.#pushCall(OP_NOTIFY, 0, name, args);
@@ -563,6 +573,25 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   }
 
   // ───────────────────────────── sending ─────────────────────────────
+
+  /**
+   * Send the values of registered context variables the calls that follow carry, when the
+   * caller's context is not the one they were last taken from; a TypeError naming the call and
+   * the variable when one cannot cross (nothing is sent then).
+   */
+  #sendContext(what: string, name: string): void {
+    const vars = _currentVars();
+    if (vars === this.#lastVars) return;
+    let carried: CarriedContext | null;
+    try {
+      carried = carriedContext(vars);
+    } catch (error) {
+      throw new TypeError(`cannot send ${what} ${quoteName(name)} to ${this.#peer}: ${(error as Error).message}`, { cause: error });
+    }
+    // The first time, or back to nothing after values: the peer must hear it; nothing to nothing it need not.
+    if (carried !== null || this.#lastVars !== undefined) this.#push(OP_CONTEXT, 0, carried, 0);
+    this.#lastVars = vars;
+  }
 
   /** Name the task making the calls that follow, when it is not the one named last. */
   #sendOrigin(): void {
@@ -882,6 +911,10 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
         if (calls) this.#origin = id === 0 ? null : { threadId: threadOfId(id), threadName: batch[i + 3] as string, taskId: id, taskName: a as string };
         continue;
       }
+      if (op === OP_CONTEXT) {
+        if (calls) this.#carried = isCarriedContext(a) ? a : null;
+        continue;
+      }
       if (!replies) continue;
       switch (op) {
         case OP_BELL:
@@ -953,6 +986,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   #start(id: number, nameId: number, args: unknown[]): void {
     const name = this.#names[nameId] as string;
     let result: unknown;
+    let context: Context | null = null;
     let release: (() => void) | null = null;
     try {
       let fn = this.#functions[nameId];
@@ -969,7 +1003,11 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
         }
       }
       if (decoded) release = _takeReceivedCallbacks();
-      result = fn(...args);
+      if (this.#carried === null) result = fn(...args);
+      else {
+        context = contextFor(this.#carried);
+        result = context.run(fn, ...args);
+      }
     } catch (error) {
       (release ?? _takeReceivedCallbacks())?.();
       if (id === 0) throw error;
@@ -981,7 +1019,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
       release?.();
       return;
     }
-    const future = ensureFuture(result as Future<unknown>, { loop: this.loop });
+    // A coroutine runs as a Task in the context the call carried (a copy of this thread's with its values).
+    const future = context !== null && isCoroutine(result) ? this.loop.createTask(result, { context }) : ensureFuture(result as Future<unknown>, { loop: this.loop });
     if (release !== null) future.addDoneCallback(release);
     if (id === 0) {
       future.addDoneCallback((done) => {
@@ -1045,7 +1084,7 @@ function settle(future: RemoteCallFuture<unknown> | ConcurrentFuture<unknown> | 
 function batchHasCalls(batch: unknown[]): boolean {
   for (let i = 0; i < batch.length; i += OP_SIZE) {
     const op = (batch[i] as number) & OP_MASK;
-    if (op === OP_CALL || op === OP_NOTIFY || op === OP_CANCEL || op === OP_ORIGIN) return true;
+    if (op === OP_CALL || op === OP_NOTIFY || op === OP_CANCEL || op === OP_ORIGIN || op === OP_CONTEXT) return true;
   }
   return false;
 }

@@ -42,6 +42,12 @@ export const OP_DIED = 12;
  * task changes, so a burst from one task pays once; call graphs and ps() name the caller with it.
  */
 export const OP_ORIGIN = 13;
+/**
+ * `[CONTEXT, 0, carried, 0]`: the calls that follow carry these values of registered context
+ * variables (`[names, values]`, or null: none), until the next CONTEXT. Sent only when the
+ * caller's context changes, and only while some variable is registered (internal/travel.ts).
+ */
+export const OP_CONTEXT = 14;
 /** The message of the CancelledError of calls still in flight when their loop closes. */
 export const CLOSING = 'the loop that made the call is closing';
 /** The slots of one operation record. */

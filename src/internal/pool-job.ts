@@ -23,6 +23,8 @@
  * which the executor drains with `receiveMessageOnPort` when the batch ends or fails. Messages
  * queued on a port outlive the thread that posted them.
  */
+import { _enter, _exit, type Context } from '../contextvars.js';
+import { contextFor, isCarriedContext, type CarriedContext } from './travel.js';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, parentPort, threadId, type MessagePort, type Transferable } from 'node:worker_threads';
@@ -103,6 +105,8 @@ export interface BatchRequest {
   readonly slots: Int32Array;
   /** Per job, the number it returned (state DONE_NUMBER). Over a SharedArrayBuffer. */
   readonly values: Float64Array;
+  /** Per job, the values of registered context variables it carries (internal/travel.ts); absent when no job carries any. */
+  readonly contexts?: ReadonlyArray<CarriedContext | null>;
 }
 
 /**
@@ -281,7 +285,7 @@ export function runBatch(request: BatchRequest): Promise<BatchResponse> {
 }
 
 async function runJobs(request: BatchRequest): Promise<BatchResponse> {
-  const { id, fns, jobs, args, slots, values } = request;
+  const { id, fns, jobs, args, slots, values, contexts } = request;
   const count = values.length;
   let ran = 0;
   importMs = 0;
@@ -300,6 +304,7 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
     const exportName = fns[at * 2 + 1] as string;
     let state: number;
     let release: (() => void) | null = null;
+    let outside: Context | null = null;
     try {
       let fn = resolved[at];
       if (fn === undefined) {
@@ -323,6 +328,9 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
       if (decoded) release = _takeReceivedCallbacks();
       jobSlots = slots;
       jobIndex = i;
+      // A thread runs one job at a time (see runBatch): its context stays current until the job settles.
+      const carried = contexts?.[i];
+      if (carried !== null && carried !== undefined && isCarriedContext(carried)) outside = _enter(contextFor(carried));
       let result = call(fn, args, first, argc);
       if (_isThenable(result)) result = await result;
       jobSlots = null;
@@ -335,6 +343,7 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
       sendError(id, i, error);
       state = DONE_POSTED;
     }
+    if (outside !== null) _exit(outside);
     // Comlink.proxy callbacks the job was given: it ended, so they go.
     if (release !== null) {
       release();
