@@ -14,6 +14,7 @@ import { repr } from './internal/format.js';
 import { _getRunningLoop } from './internal/running.js';
 import type { EventLoop } from './base-events.js';
 import { yieldable } from './internal/yieldable.js';
+import { CROSSES, WIRE } from './internal/wire.js';
 import { LoopThread, type LoopRef, type RemoteProxy } from './loop-thread.js';
 import { gather } from './tasks.js';
 
@@ -225,6 +226,17 @@ export class LoopThreadPool implements LoopRef {
     this.#flushWaiting();
     this.#closing = yieldable(Promise.all(this.#slots.map((slot) => slot.thread?.close())).then(() => undefined));
     return this.#closing;
+  }
+
+  /**
+   * @internal Cross to another thread as a LoopRef that spreads calls over the threads alive now,
+   * each over a link of its own (replacements made later are not reached through it).
+   */
+  [CROSSES](what: string): Record<string, unknown> {
+    if (this.#broken !== null) throw new TypeError(`${what} holds ${this}: ${this.#broken.message}`);
+    const loops = this.threads().map((thread) => thread[CROSSES](what));
+    if (loops.length === 0) throw new TypeError(`${what} holds ${this}, which has no thread alive now`);
+    return { [WIRE]: 'pool', name: this.name, loops };
   }
 
   /** `await using pool = await LoopThreadPool.start(...)`: `close()` when the scope ends. */

@@ -21,7 +21,9 @@ import { allTasks, currentTask } from './task.js';
 import { gather } from './tasks.js';
 import { moduleUrlOf, notAFunction, notExported } from './internal/module-ref.js';
 import { INSPECT } from './internal/format.js';
-import { currentThreadName, forgetThread, heartbeat, newId, rememberThread } from './internal/introspect.js';
+import { currentThreadName, forgetThread, heartbeat, rememberThread } from './internal/introspect.js';
+import { loopRecord, makeLinkPorts, proxyOf } from './internal/loop-refs.js';
+import { CROSSES } from './internal/wire.js';
 import { snapshotThisThread, thisHeartbeat, unresponsiveThread, type ThreadSnapshot } from './internal/snapshot.js';
 
 /** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
@@ -136,19 +138,6 @@ export interface LoopThreadOptions {
   env?: Record<string, string | undefined>;
 }
 
-/** Two channels make a link: each side listens on one and posts on the other, and says how far it read. */
-function makeLinkPorts(): [LinkPorts, LinkPorts] {
-  const toHere = new MessageChannel();
-  const toThere = new MessageChannel();
-  const readHere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
-  const readThere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
-  const here = newId();
-  const there = newId();
-  return [
-    { id: here, peerId: there, inPort: toHere.port1, outPort: toThere.port2, inRead: readHere, outRead: readThere },
-    { id: there, peerId: here, inPort: toThere.port1, outPort: toHere.port2, inRead: readThere, outRead: readHere },
-  ];
-}
 
 /** Functions offered by name, with the library's errors for names that are not among them. */
 function functionTable(table: Record<string, unknown>, what: string): CallTarget & _ServedModule {
@@ -173,15 +162,6 @@ function functionNames(table: Record<string, unknown>): string[] {
   return Object.keys(table).filter((name) => typeof table[name] === 'function');
 }
 
-function makeProxy<M>(ref: LoopRef): RemoteProxy<M> {
-  return new Proxy(Object.create(null) as object, {
-    get(_target, property) {
-      // Not a thenable: `await proxy` must not look for `then`.
-      if (typeof property !== 'string' || property === 'then') return undefined;
-      return (...args: unknown[]) => ref.call(property, ...args);
-    },
-  }) as RemoteProxy<M>;
-}
 
 /**
  * A worker thread whose own loop runs forever and hosts one module.
@@ -326,6 +306,7 @@ export class LoopThread implements LoopRef {
       worker.on('message', (message: FromWorker) => {
         if (message.type === 'ready') resolve(message);
         else if (message.type === 'ps') answerSnapshot(message.port, _snapshotProcess(message.timeout));
+        else if (message.type === 'link' && loop !== null) new Link(loop, message.ports, functionTable(expose, `the parent of ${peer}`), `a thread reaching the parent of ${peer}`);
         else if (message.type === 'failed') {
           failure = decodeError(message.error) as Error;
           resolve(null);
@@ -426,7 +407,7 @@ export class LoopThread implements LoopRef {
 
   /** A typed view of the hosted module: `lt.proxy<typeof import('./svc.js')>().add(1, 2)`. */
   proxy<M>(): RemoteProxy<M> {
-    return makeProxy<M>(this);
+    return proxyOf<M>(this);
   }
 
   /** Whether the thread is gone (closed, exited, crashed or terminated). */
@@ -458,6 +439,19 @@ export class LoopThread implements LoopRef {
       }
     })());
     return this.#closing;
+  }
+
+  /**
+   * @internal Cross to another thread as a LoopRef to this thread's loop over a link of its own
+   * (see internal/loop-refs.ts); a TypeError once the thread is gone.
+   */
+  [CROSSES](what: string): Record<string, unknown> {
+    const death = this.#death;
+    if (death !== null) throw new TypeError(`${what} holds ${this}, whose thread is gone: ${death().message}`);
+    return loopRecord(`LoopThread '${this.name}'`, (ports) => {
+      const message: ToWorker = { type: 'link', ports };
+      this.#worker.postMessage(message, [ports.inPort, ports.outPort]);
+    });
   }
 
   /** `await using lt = await LoopThread.start(...)`: `close()` when the scope ends. */
@@ -610,7 +604,15 @@ class ParentLoop implements LoopRef {
   }
 
   proxy<M>(): RemoteProxy<M> {
-    return makeProxy<M>(this);
+    return proxyOf<M>(this);
+  }
+
+  /** @internal Cross to another thread as a LoopRef to the parent loop, over a link the parent serves. */
+  [CROSSES](): Record<string, unknown> {
+    return loopRecord(`the loop that started LoopThread '${currentThreadName()}'`, (ports) => {
+      const message: FromWorker = { type: 'link', ports };
+      (parentPort as MessagePort).postMessage(message, [ports.inPort, ports.outPort]);
+    });
   }
 
   #checkLoop(): void {

@@ -15,8 +15,11 @@ const marked = new WeakSet<ArrayBuffer | MessagePort>();
 /** How many marks are live, so values cross without a scan while nobody uses `move()`. */
 let liveMarks = 0;
 
-/** Containers nested deeper than this are not searched for moved buffers. */
-const MAX_DEPTH = 3;
+/**
+ * Containers nested deeper than this are not searched for moved buffers (the ports of a pool's
+ * LoopRef sit five levels down in the encoded arguments: envelope, record, loops, loop, link).
+ */
+const MAX_DEPTH = 5;
 
 /**
  * Mark an ArrayBuffer (or the buffer under a typed array or DataView) to be transferred rather
@@ -60,7 +63,7 @@ export function move<T extends ArrayBuffer | ArrayBufferView | MessagePort>(valu
 
 /**
  * Append to `out` the moved buffers found in `value`: the value itself, or inside plain arrays
- * and plain objects up to three levels down. Each mark found is used up, so a buffer is
+ * and plain objects up to five levels down. Each mark found is used up, so a buffer is
  * listed once.
  *
  * @internal

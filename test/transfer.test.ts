@@ -76,10 +76,10 @@ describe('collectTransfers', () => {
     expect(collected([Object.assign(Object.create(null) as object, { bare })])).toEqual([bare]);
   });
 
-  it('looks three levels down and no deeper', () => {
+  it('looks five levels down and no deeper', () => {
     const buffer = move(new ArrayBuffer(8));
-    expect(collected([[[[buffer]]]])).toEqual([]);
-    expect(collected([[[buffer]]])).toEqual([buffer]);
+    expect(collected([[[[[[buffer]]]]]])).toEqual([]);
+    expect(collected([[[[[buffer]]]]])).toEqual([buffer]);
   });
 
   it('does not look inside Maps, Sets or class instances', () => {

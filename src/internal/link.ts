@@ -474,6 +474,11 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     for (const call of this.#running.values()) if (call.future === future && call.origin !== null) refs.push(call.origin);
   }
 
+  /** @internal How many calls made here await their reply. */
+  _inFlight(): number {
+    return this.#pending.size;
+  }
+
   /** Whether the link is dead (its peer is gone or it was closed). */
   isDead(): boolean {
     return this.#death !== null;

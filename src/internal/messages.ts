@@ -136,5 +136,11 @@ export interface ProcessSnapshotMessage {
   timeout: number;
 }
 
+/** Worker to parent: serve a link for the loop that started the thread (its `parentLoop()` was passed to another thread). */
+export interface ParentLinkMessage {
+  type: 'link';
+  ports: LinkPorts;
+}
+
 export type ToWorker = LinkMessage | CloseMessage | ComlinkMessage | SnapshotMessage;
-export type FromWorker = ReadyMessage | FailedMessage | ProcessSnapshotMessage;
+export type FromWorker = ReadyMessage | FailedMessage | ProcessSnapshotMessage | ParentLinkMessage;

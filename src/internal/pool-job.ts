@@ -23,6 +23,8 @@
  * which the executor drains with `receiveMessageOnPort` when the batch ends or fails. Messages
  * queued on a port outlive the thread that posted them.
  */
+// A LoopRef (a LoopThread passed to a job) is made a caller of its loop here.
+import './loop-refs.js';
 import { _enter, _exit, type Context } from '../contextvars.js';
 import { contextFor, isCarriedContext, type CarriedContext } from './travel.js';
 import { performance } from 'node:perf_hooks';

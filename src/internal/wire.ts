@@ -63,6 +63,35 @@ export function fromWire(value: unknown): unknown {
   return value;
 }
 
+/**
+ * The method by which an object of multiloop's crosses as a record of its own (a LoopThread, a
+ * pool, a parent loop: a LoopRef over a new link), made while the value is encoded; the ports in
+ * it are marked to be moved. `what` names the value in errors.
+ */
+export const CROSSES: unique symbol = Symbol('multiloop.crosses');
+
+/** An object that crosses through `CROSSES`. */
+export interface Crossing {
+  [CROSSES](what: string): Record<string, unknown>;
+}
+
+/** Makes the LoopRef a record of `CROSSES` arrives as (set by loop-thread.ts, which owns links). */
+let loopDecoder: ((record: Record<string, unknown>) => unknown) | null = null;
+
+/**
+ * Let `decode` turn the records that LoopThreads, pools and parent loops cross as
+ * (`{ [WIRE]: 'loop' | 'pool', ... }`) into LoopRefs of this thread.
+ *
+ * @internal
+ */
+export function _setLoopDecoder(decode: (record: Record<string, unknown>) => unknown): void {
+  loopDecoder = decode;
+}
+
+function crosses(value: object): value is Crossing {
+  return typeof (value as Partial<Crossing>)[CROSSES] === 'function';
+}
+
 /** Makes the callable a `Comlink.proxy(fn)` argument arrives as (set by comlink.ts, which owns comlink). */
 let callbackDecoder: ((record: Record<string, unknown>) => unknown) | null = null;
 
@@ -99,7 +128,7 @@ function needsEncoding(root: object, what: string): boolean {
       }
     } else if (node instanceof Set) {
       for (const item of node) push(pending, item);
-    } else if (isNativeError(node) || node instanceof Error || Buffer.isBuffer(node)) {
+    } else if (isNativeError(node) || node instanceof Error || Buffer.isBuffer(node) || crosses(node)) {
       found = true;
     } else if (anyClassRegistered() && classOf(node) !== undefined) {
       found = true;
@@ -205,6 +234,11 @@ class Encoder {
       this.#made.set(value, record);
       return record;
     }
+    if (crosses(value)) {
+      const record = value[CROSSES](this.#what);
+      this.#made.set(value, record);
+      return record;
+    }
     const proto = Object.getPrototypeOf(value) as object | null;
     const entry = proto === Object.prototype || proto === null ? undefined : classOf(value);
     if (entry !== undefined) {
@@ -267,6 +301,13 @@ class Decoder {
         const buffer = bufferOf(record.bytes);
         this.#made.set(value, buffer);
         return buffer;
+      }
+      case 'loop':
+      case 'pool': {
+        if (loopDecoder === null) throw new TypeError('a LoopRef arrived where multiloop cannot serve it');
+        const ref = loopDecoder(record);
+        this.#made.set(value, ref);
+        return ref;
       }
       default:
         break;

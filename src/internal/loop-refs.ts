@@ -1,0 +1,222 @@
+/**
+ * Loops passed between threads. A LoopThread, a LoopThreadPool or `parentLoop()` given to another
+ * thread (an argument or a result) crosses as a record holding one side of a new link; the other
+ * side goes to the thread that runs the loop, which serves it as it serves its other links. So
+ * the receiver reaches the same loop directly, never through the thread that introduced them, and
+ * learns of that loop's death as any link does (the dying thread says so; a terminated one's
+ * ports close).
+ */
+import { MessageChannel } from 'node:worker_threads';
+import type { ConcurrentFuture } from '../concurrent.js';
+import type { EventLoop } from '../base-events.js';
+import { getEventLoop, newEventLoop } from '../events.js';
+import { RuntimeError } from '../exceptions.js';
+import type { Future } from '../futures.js';
+import type { LoopRef, RemoteProxy } from '../loop-thread.js';
+import { move } from '../transfer.js';
+import { newId } from './introspect.js';
+import { Link, type CallTarget } from './link.js';
+import type { LinkPorts } from './messages.js';
+import { WIRE, _setLoopDecoder } from './wire.js';
+
+/**
+ * Two channels make a link: each side listens on one and posts on the other, and says how far it read.
+ *
+ * @example
+ * ```ts
+ * const [here, there] = makeLinkPorts();
+ * ```
+ */
+export function makeLinkPorts(): [LinkPorts, LinkPorts] {
+  const toHere = new MessageChannel();
+  const toThere = new MessageChannel();
+  const readHere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  const readThere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  const here = newId();
+  const there = newId();
+  return [
+    { id: here, peerId: there, inPort: toHere.port1, outPort: toThere.port2, inRead: readHere, outRead: readThere },
+    { id: there, peerId: here, inPort: toThere.port1, outPort: toHere.port2, inRead: readThere, outRead: readHere },
+  ];
+}
+
+/**
+ * A proxy whose every property is a function calling the export of that name through `ref`.
+ *
+ * @example
+ * ```ts
+ * const typed = proxyOf<typeof import('./svc.js')>(ref);
+ * ```
+ */
+export function proxyOf<M>(ref: LoopRef): RemoteProxy<M> {
+  return new Proxy(Object.create(null) as object, {
+    get(_target, property) {
+      // Not a thenable: `await proxy` must not look for `then`.
+      if (typeof property !== 'string' || property === 'then') return undefined;
+      return (...args: unknown[]) => ref.call(property, ...args);
+    },
+  }) as RemoteProxy<M>;
+}
+
+/**
+ * The record a loop crosses as: the receiver's side of a new link to it (its ports marked to be
+ * moved with the value), named as the receiver will name it in messages. `attach` gives the
+ * loop's thread the other side.
+ */
+export function loopRecord(peer: string, attach: (ports: LinkPorts) => void): Record<string, unknown> {
+  const [receiver, served] = makeLinkPorts();
+  attach(served);
+  move(receiver.inPort);
+  move(receiver.outPort);
+  return { [WIRE]: 'loop', peer, ports: receiver };
+}
+
+/** Calls from the receiver only: the loop at the far end calls nothing back through this link. */
+const NOTHING: CallTarget = {
+  lookup(name: string): never {
+    throw new TypeError(`${JSON.stringify(name)} cannot be called: a loop reached through a LoopRef calls nothing back`);
+  },
+};
+
+/** A loop of another thread that arrived here: calls go to it over a link of its own, made for the loop that uses it first. */
+class RemoteLoop implements LoopRef {
+  readonly #peer: string;
+  readonly #ports: LinkPorts;
+  #link: Link | null = null;
+
+  constructor(peer: string, ports: LinkPorts) {
+    this.#peer = peer;
+    this.#ports = ports;
+  }
+
+  call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
+    return this.#linkHere().call<T>(name, args);
+  }
+
+  callSoonThreadsafe(name: string, ...args: unknown[]): void {
+    this.#linkHere().notify(name, args);
+  }
+
+  /** As LoopThread's; also from code outside any loop (a pool job): `result(timeout)` then takes the reply itself. */
+  submit<T = unknown>(name: string, ...args: unknown[]): ConcurrentFuture<T> {
+    return this.#linkHere(true).submit<T>(name, args);
+  }
+
+  proxy<M>(): RemoteProxy<M> {
+    return proxyOf<M>(this);
+  }
+
+  /** Calls in flight through it, for a pool of them. */
+  _inFlight(): number {
+    return this.#link === null ? 0 : this.#link._inFlight();
+  }
+
+  /** Whether the loop is known to be gone. */
+  _isDead(): boolean {
+    return this.#link !== null && this.#link.isDead();
+  }
+
+  toString(): string {
+    return `<LoopRef ${this.#peer}>`;
+  }
+
+  #linkHere(outsideLoops = false): Link {
+    let loop: EventLoop | null = null;
+    try {
+      loop = getEventLoop();
+    } catch (error) {
+      if (!outsideLoops) throw error;
+    }
+    const link = this.#link;
+    if (link === null) {
+      // Outside any loop (a pool job, a plain worker): one that never runs; a blocking result reads the port itself.
+      const made = new Link(loop ?? newEventLoop(), this.#ports, NOTHING, this.#peer);
+      this.#link = made;
+      return made;
+    }
+    if (loop === null) return link;
+    if (link.loop !== loop) throw new RuntimeError(`this LoopRef of ${this.#peer} serves the loop that used it first, not this one (pass it again for another loop)`);
+    return link;
+  }
+}
+
+/** A pool of loops that arrived here: each call goes to the loop with the fewest calls in flight through this ref. */
+class RemotePool implements LoopRef {
+  readonly #name: string;
+  readonly #loops: RemoteLoop[];
+  #next = 0;
+
+  constructor(name: string, loops: RemoteLoop[]) {
+    this.#name = name;
+    this.#loops = loops;
+  }
+
+  call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
+    return this.#pick().call<T>(name, ...args);
+  }
+
+  callSoonThreadsafe(name: string, ...args: unknown[]): void {
+    this.#pick().callSoonThreadsafe(name, ...args);
+  }
+
+  submit<T = unknown>(name: string, ...args: unknown[]): ConcurrentFuture<T> {
+    return this.#pick().submit<T>(name, ...args);
+  }
+
+  proxy<M>(): RemoteProxy<M> {
+    return proxyOf<M>(this);
+  }
+
+  toString(): string {
+    return `<LoopRef of LoopThreadPool '${this.#name}', ${this.#loops.length} threads>`;
+  }
+
+  #pick(): RemoteLoop {
+    const loops = this.#loops;
+    let best: RemoteLoop | null = null;
+    let bestLoad = Infinity;
+    for (let k = 0, i = this.#next; k < loops.length; k++, i = (i + 1) % loops.length) {
+      const loop = loops[i] as RemoteLoop;
+      if (loop._isDead()) continue;
+      const load = loop._inFlight();
+      if (load < bestLoad) {
+        best = loop;
+        bestLoad = load;
+        this.#next = (i + 1) % loops.length;
+        if (load === 0) break;
+      }
+    }
+    if (best === null) throw new RuntimeError(`every thread of LoopThreadPool '${this.#name}' this LoopRef reached is gone`);
+    return best;
+  }
+}
+
+function isPorts(value: unknown): value is LinkPorts {
+  const ports = value as Partial<LinkPorts> | null;
+  return (
+    typeof ports === 'object' &&
+    ports !== null &&
+    typeof ports.id === 'number' &&
+    typeof ports.peerId === 'number' &&
+    ports.inRead instanceof Int32Array &&
+    ports.outRead instanceof Int32Array &&
+    typeof ports.inPort?.postMessage === 'function' &&
+    typeof ports.outPort?.postMessage === 'function'
+  );
+}
+
+function decodeLoop(record: Record<string, unknown>): RemoteLoop {
+  const { peer, ports } = record;
+  if (typeof peer !== 'string' || !isPorts(ports)) throw new TypeError('a LoopRef arrived without its link');
+  return new RemoteLoop(peer, ports);
+}
+
+_setLoopDecoder((record) => {
+  if (record[WIRE] === 'loop') return decodeLoop(record);
+  const { name, loops } = record;
+  if (typeof name !== 'string' || !Array.isArray(loops) || loops.length === 0) throw new TypeError('a LoopRef of a pool arrived without its loops');
+  return new RemotePool(
+    name,
+    loops.map((loop) => decodeLoop(loop as Record<string, unknown>)),
+  );
+});
