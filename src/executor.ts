@@ -182,11 +182,17 @@ function readableDepth(stackSizeMb: number): number {
   return Math.max(64, Math.floor((stackSizeMb * 1024 * 1024 - 256 * 1024) / 640));
 }
 
-/** The pool worker entry: dist/workers/pool-worker.js beside dist/src, also when running from src/. */
+/**
+ * The file piscina loads in each pool thread: dist/workers/pool-entry.cjs beside dist/src, also
+ * when running from src/. CommonJS on purpose: piscina require()s its worker file before it
+ * tries import(), and under a require hook that compiles ES modules (tsx's) a required
+ * pool-worker.js would bring a second, CommonJS copy of multiloop into the thread, beside the
+ * one the jobs' modules import. The entry loads pool-worker.js with import().
+ */
 function poolWorkerPath(): string {
-  const built = new URL('../workers/pool-worker.js', import.meta.url);
+  const built = new URL('../workers/pool-entry.cjs', import.meta.url);
   if (existsSync(built)) return fileURLToPath(built);
-  return fileURLToPath(new URL('../dist/workers/pool-worker.js', import.meta.url));
+  return fileURLToPath(new URL('../dist/workers/pool-entry.cjs', import.meta.url));
 }
 
 /** The key of a WorkerFn when its object is new: functions equal by module and export share run times. */
