@@ -44,6 +44,7 @@ import {
   type Outcome,
   type ResultsPortMessage,
 } from './internal/pool-job.js';
+import { isTypeScriptPortMessage, serveTypeScript, threadExecArgv } from './internal/ts-loader.js';
 import { describeUncloneable, findUncloneable, nestedDeeperThan } from './internal/uncloneable.js';
 import { fromWire, toWire } from './internal/wire.js';
 import { logger } from './log.js';
@@ -326,6 +327,7 @@ class PoolEngine {
     this.#maxInFlight = options.abortRunning ? options.maxThreads : options.maxThreads * 2;
     this.pool = new Piscina({
       filename: poolWorkerPath(),
+      execArgv: threadExecArgv(),
       maxThreads: options.maxThreads,
       minThreads: options.minThreads,
       idleTimeout: options.idleTimeout,
@@ -342,6 +344,7 @@ class PoolEngine {
     this.pool.on('error', (error: unknown) => logger.error('pool thread failed outside any job', error));
     this.pool.on('message', (message: unknown) => {
       if (isResultsPortMessage(message)) this.#addResultsPort(message);
+      else if (isTypeScriptPortMessage(message)) serveTypeScript(message.port);
     });
     this.#maxDepth = readableDepth(options.resourceLimits?.stackSizeMb ?? DEFAULT_STACK_MB);
   }
