@@ -1,7 +1,8 @@
 /**
  * TypeScript run unbuilt under tsx, as a newcomer runs it: `npx tsx app.ts`, with a LoopThread
- * and a pool job in TypeScript modules named by their built .js names. The threads load the
- * library from dist/ (npm test builds first).
+ * and pool jobs in TypeScript modules named by their built .js names; the jobs read
+ * `jobSignal()` and take and return a registered class, which works only when the pool thread
+ * has one multiloop. The threads load the library from dist/ (npm test builds first).
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -10,11 +11,11 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 describe('npx tsx', () => {
-  it('runs a TypeScript app whose LoopThread and pool job are TypeScript modules', () => {
+  it('runs a TypeScript app whose LoopThread and pool jobs are TypeScript modules', () => {
     const tsx = fileURLToPath(new URL('../node_modules/.bin/tsx', import.meta.url));
     const ran = spawnSync(tsx, ['test/fixtures/tsx-app.ts'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
     expect(ran.stderr).toBe('');
-    expect(ran.stdout).toBe('hello, tsx, from a TypeScript LoopThread\n20\n');
+    expect(ran.stdout).toBe('hello, tsx, from a TypeScript LoopThread\n20\njob 3: signal not aborted\na Point: (4, 3), norm 5\n');
     expect(ran.status).toBe(0);
   }, 40_000);
 });
