@@ -11,6 +11,7 @@ import { executorWorkloads } from './executor.js';
 import { healthWorkloads } from './health.js';
 import { ioWorkloads } from './io.js';
 import { monitorWorkloads } from './monitor.js';
+import { startupWorkloads } from './startup.js';
 import { threadWorkloads } from './threads.js';
 import { toolkitWorkloads } from './toolkit.js';
 import { renderTable, type Row } from './harness.js';
@@ -24,6 +25,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['core', coreWorkloads],
   ['toolkit', toolkitWorkloads],
   ['threads', threadWorkloads],
+  ['startup', startupWorkloads],
   ['executor', executorWorkloads],
   ['io', ioWorkloads],
   ['bullmq', bullmqWorkloads],
