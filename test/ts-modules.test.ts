@@ -318,6 +318,13 @@ describe('TypeScript in every thread', () => {
     }
   });
 
+  it("fails a LoopThread's start with the syntax error its starter found, naming the file, line and column", async () => {
+    const path = scratchFile('lt-broken.ts', BROKEN);
+    const error = await LoopThread.start(pathToFileURL(path)).catch((reason: unknown) => reason);
+    expect(error).toBeInstanceOf(SyntaxError);
+    expect((error as SyntaxError).message).toBe(`${path}:2:16 - error TS1005: ')' expected.`);
+  });
+
   it('hosts a .ts module in a LoopThread named by its built .js name', async () => {
     const thread = await LoopThread.start(fixtureUrl('ts-service.js'), { name: 'ts-by-js' });
     const loop = newEventLoop();
