@@ -12,6 +12,7 @@ import { healthWorkloads } from './health.js';
 import { ioWorkloads } from './io.js';
 import { poolWorkloads } from './pool.js';
 import { monitorWorkloads } from './monitor.js';
+import { startupWorkloads } from './startup.js';
 import { threadWorkloads } from './threads.js';
 import { toolkitWorkloads } from './toolkit.js';
 import { renderTable, type Row } from './harness.js';
@@ -26,6 +27,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['toolkit', toolkitWorkloads],
   ['threads', threadWorkloads],
   ['pool', poolWorkloads],
+  ['startup', startupWorkloads],
   ['executor', executorWorkloads],
   ['io', ioWorkloads],
   ['bullmq', bullmqWorkloads],

@@ -1,6 +1,7 @@
 /**
  * asyncio's I/O in every loop: a line-protocol server runs in a LoopThread's loop, three clients
- * talk to it concurrently from the main loop, and a subprocess's output is read line by line.
+ * talk to it concurrently from the main loop, a client that stays connected is closed by the
+ * server's shutdown (`closeClients()`, as on Ctrl-C), and a subprocess's output is read line by line.
  *
  * Run: npm run example:echo
  */
@@ -28,7 +29,11 @@ function* main(): Coroutine<void> {
   console.log(`line server listening on 127.0.0.1:${port} in thread ${server.threadId}`);
   const sessions = yield* gather(['ada', 'bob', 'cy'].map((name) => client(port, name)));
   for (const answers of sessions) console.log(`  ${answers.join(' | ')}`);
+  // A client that stays connected and says nothing: shutdown() closes it rather than wait for it.
+  const [idleReader, idleWriter] = yield* openConnection('127.0.0.1', port);
   console.log(`server stopped after ${yield* server.call<number>('shutdown')} commands`);
+  console.log(`the idle client read ${(yield* idleReader.read()).length} bytes: the server closed its connection`);
+  idleWriter.close();
   yield* ensureFuture(server.close());
 
   // A subprocess, its output read line by line as it comes.

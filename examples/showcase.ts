@@ -152,11 +152,13 @@ function* main(): Coroutine<void> {
   const offloading = loop.createTask(offload(progress), { name: 'offload' });
   const quoting = loop.createTask(quotes(progress, pricing), { name: 'quotes' });
 
-  // What the running app looks like from inside: every task of every thread, by who awaits whom.
+  // What the running app looks like from inside: every task of every thread, by who awaits whom,
+  // 0.15 s into the work (the threads took their time to start before it).
   const seen = loop.createTask(
-    (function* look(): Coroutine<string> {
+    (function* look(): Coroutine<{ tree: string; at: number }> {
       yield* sleep(0.15);
-      return yield* ensureFuture(pstree());
+      const at = loop.time() - started;
+      return { tree: yield* ensureFuture(pstree()), at };
     })(),
     { name: 'look-inside' },
   );
@@ -190,8 +192,8 @@ function* main(): Coroutine<void> {
   console.log('\nsummary');
   console.log(`${'─'.repeat(width + 2)}┬${'─'.repeat(60)}`);
   for (const [name, value] of rows) console.log(` ${name.padEnd(width)} │ ${value}`);
-  console.log('\nthe running app at 0.15 s, as pstree() saw it (npx multiloop pstree <pid> shows the same from outside)');
-  console.log(tree);
+  console.log(`\nthe running app ${tree.at.toFixed(2)} s into the run (0.15 s into the work), as pstree() saw it (npx multiloop pstree <pid> shows the same from outside)`);
+  console.log(tree.tree);
 }
 
 await run(main());

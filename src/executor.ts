@@ -48,6 +48,7 @@ import {
   type Outcome,
   type ResultsPortMessage,
 } from './internal/pool-job.js';
+import { isTypeScriptPortMessage, serveTypeScript, threadExecArgv } from './internal/ts-loader.js';
 import { describeUncloneable, findUncloneable, nestedDeeperThan } from './internal/uncloneable.js';
 import { fromWire, toWire } from './internal/wire.js';
 import { logger } from './log.js';
@@ -186,11 +187,17 @@ function readableDepth(stackSizeMb: number): number {
   return Math.max(64, Math.floor((stackSizeMb * 1024 * 1024 - 256 * 1024) / 640));
 }
 
-/** The pool worker entry: dist/workers/pool-worker.js beside dist/src, also when running from src/. */
+/**
+ * The file piscina loads in each pool thread: dist/workers/pool-entry.cjs beside dist/src, also
+ * when running from src/. CommonJS on purpose: piscina require()s its worker file before it
+ * tries import(), and under a require hook that compiles ES modules (tsx's) a required
+ * pool-worker.js would bring a second, CommonJS copy of multiloop into the thread, beside the
+ * one the jobs' modules import. The entry loads pool-worker.js with import().
+ */
 function poolWorkerPath(): string {
-  const built = new URL('../workers/pool-worker.js', import.meta.url);
+  const built = new URL('../workers/pool-entry.cjs', import.meta.url);
   if (existsSync(built)) return fileURLToPath(built);
-  return fileURLToPath(new URL('../dist/workers/pool-worker.js', import.meta.url));
+  return fileURLToPath(new URL('../dist/workers/pool-entry.cjs', import.meta.url));
 }
 
 /** The key of a WorkerFn when its object is new: functions equal by module and export share run times. */
@@ -326,6 +333,7 @@ class PoolEngine {
     this.#maxInFlight = options.abortRunning ? options.maxThreads : options.maxThreads * 2;
     this.pool = new Piscina({
       filename: poolWorkerPath(),
+      execArgv: threadExecArgv(),
       maxThreads: options.maxThreads,
       minThreads: options.minThreads,
       idleTimeout: options.idleTimeout,
@@ -342,6 +350,7 @@ class PoolEngine {
     this.pool.on('error', (error: unknown) => logger.error('pool thread failed outside any job', error));
     this.pool.on('message', (message: unknown) => {
       if (isResultsPortMessage(message)) this.#addResultsPort(message);
+      else if (isTypeScriptPortMessage(message)) serveTypeScript(message.port);
     });
     this.#maxDepth = readableDepth(options.resourceLimits?.stackSizeMb ?? DEFAULT_STACK_MB);
   }

@@ -45,10 +45,13 @@ class AbortableFuture<T> extends Future<T> {
  * Future with that error; `start` returning something that is not a Promise (a thenable) fails
  * it with a TypeError.
  *
+ * Put the whole operation in `start`: for a download, the fetch and the reading of its body,
+ * which a later `response.text()` outside would go on with, whatever became of the Future.
+ *
  * @example
  * ```ts
- * const response = yield* waitFor(fromAbortable((signal) => fetch(url, { signal })), 5);
- * // past 5 seconds: TimeoutError here, and the request is aborted, its socket closed
+ * const page = yield* waitFor(fromAbortable(async (signal) => (await fetch(url, { signal })).text()), 5);
+ * // past 5 seconds: TimeoutError here, and the download is aborted, headers or body, its socket closed
  * ```
  */
 export function fromAbortable<T>(start: (signal: AbortSignal) => PromiseLike<T>, options?: LoopOption): Future<T> {

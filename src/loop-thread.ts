@@ -14,7 +14,7 @@ import type { Future } from './futures.js';
 import { ConcurrentFuture } from './concurrent.js';
 import { decodeError, encodeError } from './internal/errors.js';
 import { Link, type CallTarget } from './internal/link.js';
-import { importUserModule } from './internal/ts-loader.js';
+import { _compiledByStarter, importUserModule, isTypeScriptPortMessage, serveTypeScript, threadExecArgv } from './internal/ts-loader.js';
 import type { FromWorker, LinkPorts, LoopThreadData, ToWorker } from './internal/messages.js';
 import { _getRunningLoop } from './internal/running.js';
 import { allTasks, currentTask } from './task.js';
@@ -132,7 +132,11 @@ export interface LoopThreadOptions {
   expose?: Record<string, (...args: never[]) => unknown>;
   /** Resource limits of the worker (node:worker_threads). */
   resourceLimits?: ResourceLimits;
-  /** Node options of the worker (default: the parent's `process.execArgv`, so a TS loader is inherited). */
+  /**
+   * Node options of the worker (default: the parent's `process.execArgv` without tsx's flags: the
+   * thread's TypeScript modules are compiled by the thread that starts it, by the loader it runs
+   * under, and tsx in each thread would cost more than the thread).
+   */
   execArgv?: string[];
   /** The worker's `process.env` (default: a copy of the parent's). */
   env?: Record<string, string | undefined>;
@@ -282,7 +286,7 @@ export class LoopThread implements LoopRef {
       transferList: threadSide === null ? [] : [threadSide.inPort, threadSide.outPort],
       name,
       resourceLimits: options.resourceLimits,
-      execArgv: options.execArgv,
+      execArgv: options.execArgv ?? threadExecArgv(),
       env: options.env,
     });
     const peer = `LoopThread '${name}'`;
@@ -304,7 +308,8 @@ export class LoopThread implements LoopRef {
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     const ready = await new Promise<{ exports: string[]; others: string[]; heartbeat: Float64Array } | null>((resolve) => {
       worker.on('message', (message: FromWorker) => {
-        if (message.type === 'ready') resolve(message);
+        if (isTypeScriptPortMessage(message)) serveTypeScript(message.port);
+        else if (message.type === 'ready') resolve(message);
         else if (message.type === 'ps') answerSnapshot(message.port, _snapshotProcess(message.timeout));
         else if (message.type === 'link' && loop !== null) new Link(loop, message.ports, functionTable(expose, `the parent of ${peer}`), `a thread reaching the parent of ${peer}`);
         else if (message.type === 'failed') {
@@ -633,6 +638,7 @@ export async function _hostLoopThread(): Promise<void> {
   const control = parentPort;
   if (control === null) throw new RuntimeError('_hostLoopThread() runs inside a LoopThread worker only');
   _setThreadName(data.name);
+  _compiledByStarter(control);
   rememberThread(data.starter.threadId, data.starter.name, data.starter.heartbeat);
   hostedHere = data.moduleUrl;
   const loop = newEventLoop();

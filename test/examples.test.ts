@@ -27,11 +27,11 @@ describe('examples', () => {
     expect(out).toMatch(/indexed 8 MiB in a pool thread: [0-9a-f]{16}\n$/);
   });
 
-  it('echo: a line server in a LoopThread answers three concurrent clients; a child is read line by line', async () => {
+  it('echo: a line server in a LoopThread answers three concurrent clients, closes an idle one as it stops; a child is read line by line', async () => {
     const out = await example('echo');
     expect(out).toMatch(/^line server listening on 127\.0\.0\.1:\d+ in thread \d+\n/);
     for (const name of ['ADA', 'BOB', 'CY']) expect(out).toMatch(new RegExp(`  HELLO FROM ${name} \\| [1-6]\n`));
-    expect(out).toContain('server stopped after 6 commands\n');
+    expect(out).toContain('server stopped after 6 commands\nthe idle client read 0 bytes: the server closed its connection\n');
     expect(out).toContain('child says: countdown 3\nchild says: countdown 2\nchild says: countdown 1\nchild exited with 0\n');
   });
 

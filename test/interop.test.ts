@@ -1,7 +1,8 @@
 /**
  * Promises and AbortSignal both ways, with real Node APIs: fromAbortable aborts a real fetch to
- * a local node:http server (the server sees its socket close), a timers/promises timer and an
- * fs.promises read; `{ signal }` cancels run(), Runner.run() and runUntilComplete().
+ * a local node:http server (the server sees its socket close), and its body download when fetch
+ * and body are one operation (the server's response ends unfinished), a timers/promises timer
+ * and an fs.promises read; `{ signal }` cancels run(), Runner.run() and runUntilComplete().
  */
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +19,7 @@ import {
   Runner,
   TaskGroup,
   TimeoutError,
+  ensureFuture,
   fromAbortable,
   newEventLoop,
   run,
@@ -41,13 +43,33 @@ function* outcome<T>(body: Coroutine<T>): Coroutine<{ value?: T; error?: unknown
 describe('fromAbortable', () => {
   let server: Server;
   let url: string;
-  const closedSockets: string[] = [];
+  /** Each request's path, resolved when the server receives it. */
+  const arrived = new Map<string, () => void>();
+  /** Each request's path, resolved when its socket closes, with whether its whole response was sent. */
+  const closed = new Map<string, (finished: boolean) => void>();
+
+  /** Promises of the request to `path` reaching the server and of its socket closing. */
+  function expectRequest(path: string): { arrived: Promise<void>; closed: Promise<boolean> } {
+    return {
+      arrived: new Promise<void>((resolve) => arrived.set(path, resolve)),
+      closed: new Promise<boolean>((resolve) => closed.set(path, resolve)),
+    };
+  }
 
   beforeAll(async () => {
     server = createServer((request, response) => {
-      // Never answers on its own: only the client going away ends it.
-      request.socket.once('close', () => closedSockets.push(request.url ?? ''));
-      if (request.url === '/fast') response.end('fast');
+      const path = request.url ?? '';
+      request.socket.once('close', () => closed.get(path)?.(response.writableFinished));
+      arrived.get(path)?.();
+      if (path === '/fast') response.end('fast');
+      if (path === '/slow-body') {
+        // Headers and a first piece at once, then a piece every 10 ms until the client goes away.
+        response.writeHead(200, { 'content-type': 'text/plain' });
+        response.write('x'.repeat(1024));
+        const more = setInterval(() => response.write('x'.repeat(1024)), 10);
+        response.once('close', () => clearInterval(more));
+      }
+      // '/slow' never answers: only the client going away ends it.
     });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
@@ -62,21 +84,46 @@ describe('fromAbortable', () => {
 
   it('aborts a real fetch when waitFor times out: the server sees the socket close', async () => {
     const loop = track(newEventLoop());
+    const slow = expectRequest('/slow');
     const seen = await loop.runUntilComplete(
       (function* () {
-        return yield* outcome(waitFor(fromAbortable((signal) => fetch(`${url}/slow`, { signal })), 0.3));
+        const request = fromAbortable((signal) => fetch(`${url}/slow`, { signal }));
+        // The timeout starts once the server has the request: timing out before the request left
+        // would abort a fetch the server never saw (fetch's first use loads undici, slowly on a busy machine).
+        yield* ensureFuture(slow.arrived);
+        return yield* outcome(waitFor(request, 0.05));
       })(),
     );
     expect(seen.error).toBeInstanceOf(TimeoutError);
-    for (let waited = 0; !closedSockets.includes('/slow') && waited < 5000; waited += 10) await delay(10);
-    expect(closedSockets).toContain('/slow');
+    expect(await slow.closed).toBe(false);
     const fast = await loop.runUntilComplete(
       (function* (): Coroutine<string> {
-        const response = yield* fromAbortable((signal) => fetch(`${url}/fast`, { signal }));
-        return yield* fromAbortable(() => response.text());
+        return yield* fromAbortable(async (signal) => (await fetch(`${url}/fast`, { signal })).text());
       })(),
     );
     expect(fast).toBe('fast');
+  });
+
+  it('aborts the body download too when fetch and body are in one fromAbortable: the server stops sending', async () => {
+    const loop = track(newEventLoop());
+    const slowBody = expectRequest('/slow-body');
+    let headersArrived!: () => void;
+    const headers = new Promise<void>((resolve) => (headersArrived = resolve));
+    const seen = await loop.runUntilComplete(
+      (function* () {
+        const download = fromAbortable(async (signal) => {
+          const response = await fetch(`${url}/slow-body`, { signal });
+          headersArrived();
+          return response.text();
+        });
+        // Timed out while the body comes, not before the headers.
+        yield* ensureFuture(headers);
+        return yield* outcome(waitFor(download, 0.05));
+      })(),
+    );
+    expect(seen.error).toBeInstanceOf(TimeoutError);
+    // The server's response ended with its socket, unfinished: the body stopped coming.
+    expect(await slowBody.closed).toBe(false);
   });
 
   it('aborts a timers/promises timer and an fs.promises read; their rejections are not reported', async () => {
@@ -89,16 +136,17 @@ describe('fromAbortable', () => {
       const big = join(dir, 'big.bin');
       writeFileSync(big, Buffer.alloc(32 << 20, 1));
       const rejected: string[] = [];
+      const settled: Promise<void>[] = [];
       const seen = await loop.runUntilComplete(
         (function* () {
           const timer = fromAbortable((signal) => {
             const promise = delay(60_000, 'late', { signal });
-            promise.catch((error: Error) => rejected.push(`timer: ${error.name}`));
+            settled.push(promise.then(() => undefined, (error: Error) => void rejected.push(`timer: ${error.name}`)));
             return promise;
           });
           const read = fromAbortable((signal) => {
             const promise = readFile(big, { signal });
-            promise.catch((error: Error) => rejected.push(`read: ${error.name}`));
+            settled.push(promise.then(() => undefined, (error: Error) => void rejected.push(`read: ${error.name}`)));
             return promise;
           });
           yield* sleep(0);
@@ -109,7 +157,10 @@ describe('fromAbortable', () => {
       );
       expect((seen[0]!.error as CancelledError).message).toBe('no longer needed');
       expect(seen[1]!.error).toBeInstanceOf(CancelledError);
-      await delay(50);
+      // The read stops at its next chunk: waited for, not guessed (a busy thread pool is slow).
+      await Promise.all(settled);
+      // Node reports an unhandled rejection once the turn that made it ends.
+      await new Promise((resolve) => setImmediate(resolve));
       expect(rejected.sort()).toEqual(['read: AbortError', 'timer: AbortError']);
       expect(unhandled).toEqual([]);
     } finally {

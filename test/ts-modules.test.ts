@@ -2,15 +2,16 @@
  * TypeScript user modules in worker threads (issue 4): the workers run the built
  * dist/src/internal/ts-loader.js, so run `npx tsc -p tsconfig.json` first.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import type { LoadHookContext, ResolveHookContext } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
-import { _compilerFor, _findCompiler, _isTypeScriptUrl, load, resolve } from '../src/internal/ts-hooks.js';
-import { typeScriptSibling } from '../src/internal/ts-loader.js';
+import { _compilerFor, _findCompiler } from '../src/internal/ts-compilers.js';
+import { _isTypeScriptUrl, _markCompileUrl, _unmarkCompileUrl, load, resolve } from '../src/internal/ts-hooks.js';
+import { threadExecArgv, typeScriptSibling } from '../src/internal/ts-loader.js';
 import { LoopThread, PiscinaExecutor, newEventLoop, setEventLoop, workerFn } from '../src/index.js';
 
 const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).href;
@@ -147,6 +148,35 @@ describe('ts-hooks load', () => {
     expect(source).toContain('//# sourceMappingURL=data:application/json;base64,');
   });
 
+  it('leaves raw TypeScript to Node where Node strips types itself', async () => {
+    const stripped = { format: 'module-typescript' as const, source: 'export const a: number = 1;' };
+    expect(await load(SERVICE, context, () => stripped)).toBe(stripped);
+  });
+
+  it('answers a marked URL with the JavaScript its loader made of the file, for another thread', async () => {
+    const seen: string[] = [];
+    const result = await load(_markCompileUrl(SERVICE, '7-1'), context, (url) => {
+      seen.push(url);
+      return { format: 'module', source: 'export const fromLoader = 1;' };
+    });
+    expect(seen).toEqual([SERVICE]);
+    expect(result).toEqual({ format: 'module', source: 'export default {"format":"module","source":"export const fromLoader = 1;"};', shortCircuit: true });
+  });
+
+  it('answers a marked URL with native when Node strips the file itself', async () => {
+    const result = await load(_markCompileUrl(SERVICE, '7-1'), context, () => ({ format: 'module-typescript', source: 'export const a: number = 1;' }));
+    expect(result.source).toBe('export default {"native":true};');
+  });
+
+  it('compiles for another thread a .ts file no loader can load', async () => {
+    const result = await load(_markCompileUrl(fixture('ts-helper.ts'), '7-1'), context, unknownExtension);
+    const { default: compiled } = (await import(`data:text/javascript,${encodeURIComponent(String(result.source))}`)) as {
+      default: { format: string; source: string };
+    };
+    expect(compiled.format).toBe('module');
+    expect(compiled.source).toContain('export function double(n) {');
+  });
+
   it('passes on errors other than an unknown extension', async () => {
     const missing = Object.assign(new Error('gone'), { code: 'ENOENT' });
     await expect(
@@ -184,12 +214,31 @@ describe('ts-hooks resolve', () => {
     expect(tried).toEqual(['./ts-counter.mjs', './ts-counter.mts', './ts-legacy.cjs', './ts-legacy.cts']);
   });
 
+  it('finds an extensionless ./x as ./x.ts, as tsx does', async () => {
+    const exists = (specifier: string) => {
+      const url = new URL(specifier, SERVICE);
+      return existsSync(url) ? { url: url.href } : notFound(specifier);
+    };
+    expect(await resolve('./ts-helper', context(SERVICE), exists)).toEqual({ url: fixture('ts-helper.ts') });
+    await expect(resolve('./ts-helper', context(fixture('ts-worker.mjs')), exists)).rejects.toThrow("Cannot find module './ts-helper'");
+  });
+
   it('keeps the error when no .ts file is there', async () => {
     await expect(resolve('./nothing.js', context(SERVICE), notFound)).rejects.toThrow("Cannot find module './nothing.js'");
   });
 });
 
-describe('ts-hooks compilers', () => {
+describe('ts-compilers', () => {
+  const NODE_MODULES = fileURLToPath(new URL('../node_modules/', import.meta.url));
+
+  /** A directory whose node_modules holds the given packages of this checkout, as `name: directory in node_modules`. */
+  function appWith(name: string, packages: Record<string, string>): string {
+    const app = join(scratch, name);
+    mkdirSync(join(app, 'node_modules'), { recursive: true });
+    for (const [as, from] of Object.entries(packages)) symlinkSync(join(NODE_MODULES, from), join(app, 'node_modules', as), 'dir');
+    return pathToFileURL(join(app, 'main.ts')).href;
+  }
+
   it('finds typescript before esbuild', () => {
     expect(_findCompiler([SERVICE])?.name).toBe('typescript');
   });
@@ -197,18 +246,32 @@ describe('ts-hooks compilers', () => {
   it('falls back to esbuild, whose errors name the file too', async () => {
     const compiler = _findCompiler([SERVICE], ['esbuild']);
     expect(compiler?.name).toBe('esbuild');
-    const js = compiler!.transpile('export enum Level { Low = 1, High }\nexport const top: Level = Level.High;\n', '/app/levels.ts', 'module');
+    const js = await compiler!.transpile('export enum Level { Low = 1, High }\nexport const top: Level = Level.High;\n', '/app/levels.ts', 'module');
     const namespace = (await import(`data:text/javascript,${encodeURIComponent(js)}`)) as { top: number };
     expect(namespace.top).toBe(2);
-    expect(() => compiler!.transpile(BROKEN, '/app/ts-broken.ts', 'module')).toThrow(
+    await expect(compiler!.transpile(BROKEN, '/app/ts-broken.ts', 'module')).rejects.toThrow(
       new SyntaxError('/app/ts-broken.ts:2:16 - error: Expected ")" but found ";"'),
+    );
+  });
+
+  it('passes over TypeScript 7, which has no JavaScript API, for esbuild', () => {
+    const url = appWith('ts7-and-esbuild', { typescript: 'typescript-7', esbuild: 'esbuild' });
+    expect(_compilerFor(url, pathToFileURL(join(scratch, 'own.js')).href).name).toBe('esbuild');
+  });
+
+  it('says TypeScript 7 was passed over when nothing else compiles', () => {
+    const url = appWith('ts7-alone', { typescript: 'typescript-7' });
+    expect(() => _compilerFor(url, pathToFileURL(join(scratch, 'own.js')).href)).toThrow(
+      new Error(
+        `cannot load TypeScript module ${url}: no TypeScript compiler found (run under tsx, or install esbuild or typescript 5; typescript 7.0.2 has no JavaScript API to compile with)`,
+      ),
     );
   });
 
   it('fails with a clear error when no compiler can be found', () => {
     const url = pathToFileURL(scratchFile('lonely.ts', 'export {};\n')).href;
     expect(() => _compilerFor(url, pathToFileURL(join(scratch, 'own.js')).href)).toThrow(
-      new Error(`cannot load TypeScript module ${url}: no TypeScript compiler found (install typescript or run under tsx)`),
+      new Error(`cannot load TypeScript module ${url}: no TypeScript compiler found (run under tsx, or install esbuild or typescript 5)`),
     );
   });
 });
@@ -255,6 +318,13 @@ describe('TypeScript in every thread', () => {
     }
   });
 
+  it("fails a LoopThread's start with the syntax error its starter found, naming the file, line and column", async () => {
+    const path = scratchFile('lt-broken.ts', BROKEN);
+    const error = await LoopThread.start(pathToFileURL(path)).catch((reason: unknown) => reason);
+    expect(error).toBeInstanceOf(SyntaxError);
+    expect((error as SyntaxError).message).toBe(`${path}:2:16 - error TS1005: ')' expected.`);
+  });
+
   it('hosts a .ts module in a LoopThread named by its built .js name', async () => {
     const thread = await LoopThread.start(fixtureUrl('ts-service.js'), { name: 'ts-by-js' });
     const loop = newEventLoop();
@@ -268,6 +338,41 @@ describe('TypeScript in every thread', () => {
       loop.close();
       await thread.terminate();
     }
+  });
+});
+
+describe('marked URLs', () => {
+  it('mark a URL as the last query parameter, before its hash, and unmark it back', () => {
+    const urls = ['file:///app/a.ts', 'file:///app/a.ts?v=1', 'file:///app/a.ts#x', 'file:///app/a.ts?v=1#x'];
+    const marked = urls.map((url) => _markCompileUrl(url, '12.5-40'));
+    expect(marked).toEqual([
+      'file:///app/a.ts?multiloop-compile=12.5-40',
+      'file:///app/a.ts?v=1&multiloop-compile=12.5-40',
+      'file:///app/a.ts?multiloop-compile=12.5-40#x',
+      'file:///app/a.ts?v=1&multiloop-compile=12.5-40#x',
+    ]);
+    expect(marked.map(_unmarkCompileUrl)).toEqual(urls);
+    expect(_unmarkCompileUrl('file:///app/a.ts?v=1')).toBeNull();
+  });
+});
+
+describe('threadExecArgv', () => {
+  it("drops tsx's flags, in every spelling, and keeps the others", () => {
+    const execArgv = [
+      '--require',
+      '/app/node_modules/tsx/dist/preflight.cjs',
+      '--import',
+      'file:///app/node_modules/tsx/dist/loader.mjs',
+      '--enable-source-maps',
+      '--import=tsx',
+      '--import',
+      './otel.js',
+      '-r',
+      'tsx/cjs',
+      '--loader=tsx/esm',
+      '--require=./setup.cjs',
+    ];
+    expect(threadExecArgv(execArgv)).toEqual(['--enable-source-maps', '--import', './otel.js', '--require=./setup.cjs']);
   });
 });
 

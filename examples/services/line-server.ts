@@ -31,9 +31,17 @@ export function* listen(): Coroutine<number> {
   return (server.address() as [string, number])[1];
 }
 
-/** Stop listening and wait until every session ended; the commands served. */
+/**
+ * Stop listening, close the connections still open, and wait until every session ended; the
+ * commands served. As in asyncio 3.12+, `waitClosed()` waits for every connection: a client that
+ * stays connected would keep it waiting forever, so the server closes them (asyncio 3.13's
+ * `close_clients()`), and their sessions read the end of the stream and return. The same idiom
+ * ends an app on Ctrl-C, in a `finally` around its serving.
+ */
 export function* shutdown(): Coroutine<number> {
-  server?.close();
-  if (server !== null) yield* server.waitClosed();
+  if (server === null) return commands;
+  server.close();
+  server.closeClients();
+  yield* server.waitClosed();
   return commands;
 }

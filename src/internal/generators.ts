@@ -10,7 +10,7 @@
  * is known.
  */
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { sourceLocation } from './positions.js';
 
 type Post = (method: string, params: object) => Record<string, unknown>;
 
@@ -91,7 +91,7 @@ export function generatorName(generator: object): string | null {
  */
 export function generatorLocation(generator: object): string | null {
   const where = internalProperties(generator)?.find((property) => property.name === '[[GeneratorLocation]]')?.value?.value as
-    | { scriptId: string; lineNumber: number }
+    | { scriptId: string; lineNumber: number; columnNumber?: number }
     | undefined;
   if (where === undefined || post === null || post === undefined) return null;
   if (!scripts.has(where.scriptId)) {
@@ -105,11 +105,6 @@ export function generatorLocation(generator: object): string | null {
   }
   const url = scripts.get(where.scriptId);
   if (url === undefined || url === '') return null;
-  let path = url;
-  try {
-    if (url.startsWith('file:')) path = fileURLToPath(url);
-  } catch {
-    path = url;
-  }
-  return `${path}:${where.lineNumber + 1}`;
+  // `path:line`, as the source has it: the column only finds the place in the code that runs.
+  return sourceLocation(url, where.lineNumber + 1, (where.columnNumber ?? 0) + 1).replace(/:\d+$/, '');
 }

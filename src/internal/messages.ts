@@ -7,6 +7,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { EncodedError } from './errors.js';
+import type { TypeScriptPortMessage } from './ts-loader.js';
 
 /** `[CALL | form, id, nameId, payload]`: run an export there; a reply with the same id follows. */
 export const OP_CALL = 1;
@@ -143,4 +144,4 @@ export interface ParentLinkMessage {
 }
 
 export type ToWorker = LinkMessage | CloseMessage | ComlinkMessage | SnapshotMessage;
-export type FromWorker = ReadyMessage | FailedMessage | ProcessSnapshotMessage | ParentLinkMessage;
+export type FromWorker = ReadyMessage | FailedMessage | ProcessSnapshotMessage | ParentLinkMessage | TypeScriptPortMessage;

@@ -35,7 +35,7 @@ import { collectTransfers } from '../transfer.js';
 import { encodeError, type EncodedError } from './errors.js';
 import { typeName } from './format.js';
 import { moduleUrlOf, quoteName, shortName } from './module-ref.js';
-import { importUserModule } from './ts-loader.js';
+import { _compiledByStarter, importUserModule } from './ts-loader.js';
 import { describeUncloneable, findUncloneable } from './uncloneable.js';
 import { fromWire, toWire } from './wire.js';
 import { _takeReceivedCallbacks } from '../comlink.js';
@@ -150,7 +150,8 @@ let results: MessagePort | null = null;
 
 /**
  * Open this pool thread's results port and hand its other end to the executor, before any job
- * runs: messages posted on it survive the thread. Called once by the pool worker entry.
+ * runs: messages posted on it survive the thread; the executor's thread also compiles this
+ * thread's TypeScript. Called once by the pool worker entry.
  *
  * @example
  * ```ts
@@ -161,6 +162,7 @@ let results: MessagePort | null = null;
  */
 export function openResultsPort(): void {
   if (results !== null || parentPort === null) return;
+  _compiledByStarter(parentPort);
   const { port1, port2 } = new MessageChannel();
   results = port1;
   results.unref();

@@ -5,6 +5,7 @@
  * and kept for call graphs; outside debug mode nothing is read.
  */
 import type { FrameCallGraphEntry } from '../graph.js';
+import { sourceLocation } from './positions.js';
 
 /** The task module, whose step resumes the coroutines: the stack below it is not the task's. */
 const STEPPER = new URL(`../task${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
@@ -40,7 +41,7 @@ export function captureSuspension(below: (...args: never[]) => unknown): void {
     // The native `next` of each delegation has no file.
     if (file === null || file === undefined) continue;
     if (file === STEPPER || file === STEPPER_PATH) break;
-    frames.push({ name: `${site.getFunctionName() ?? 'anonymous'}()`, location: `${file}:${site.getLineNumber()}:${site.getColumnNumber()}` });
+    frames.push({ name: `${site.getFunctionName() ?? 'anonymous'}()`, location: sourceLocation(file, site.getLineNumber() ?? 0, site.getColumnNumber() ?? 0) });
   }
   suspension.frames = frames;
 }

@@ -1,68 +1,65 @@
 /**
- * Module customization hooks that let a thread import TypeScript files (.ts, .mts, .cts) when no
- * TypeScript loader runs in it: registered with `register()` of node:module by
- * `ensureTypeScriptSupport()` in ts-loader.ts, they run in Node's hooks thread.
+ * Module customization hooks that let a thread import TypeScript files (.ts, .mts, .cts): registered
+ * with `register()` of node:module by ts-loader.ts, they run in the thread's hooks thread.
  *
- * Both hooks ask the rest of the chain first and step in only where it fails, so they are
- * harmless on top of a loader we did not recognise (tsx, ts-node, ...): that loader keeps the
- * files it can handle.
+ * Where a TypeScript file's JavaScript comes from, in order:
+ * 1. the thread that started this one, when it said it compiles for us (a LoopThread's or a
+ *    pool thread's starter: `initialize` gets a port to it). It compiles with what it runs
+ *    under, by the steps below, so that a thread's modules are compiled as its starter's are,
+ *    and the thread pays for no compiler of its own;
+ * 2. the loader this thread runs under (tsx, ...): both hooks ask the rest of the chain first;
+ * 3. Node's own type stripping, where the running Node strips types (the chain hands back
+ *    `module-typescript`);
+ * 4. a compiler with a JavaScript API: `typescript` before 7, or `esbuild`. TypeScript 7 has none
+ *    (its package is a native compiler): it is recognised by its version and never called.
+ *
+ * A starter compiles a file for a thread by importing it under a marked URL (`?multiloop-compile=`),
+ * which these hooks, registered there too, answer with a module whose default export is the
+ * JavaScript: the starter's own chain did the work, as it would for the starter's own import.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire, type LoadHook, type ResolveHook } from 'node:module';
+import { type LoadFnOutput, type LoadHook, type LoadHookContext, type ResolveHook } from 'node:module';
 import { fileURLToPath } from 'node:url';
-
-/** How a TypeScript file is emitted: an ES module, or CommonJS for .cts files. */
-export type TypeScriptOutput = 'module' | 'commonjs';
+import type { MessagePort } from 'node:worker_threads';
+import { _compilerFor, type TypeScriptOutput } from './ts-compilers.js';
 
 /**
- * Turn TypeScript source into JavaScript with an inline source map.
+ * A file's JavaScript as one thread hands it to another: what to evaluate, or `native` when the
+ * running Node compiles the file itself (type stripping), so the asker loads it as Node does.
  *
  * @internal
  */
-export interface TypeScriptCompiler {
-  /** The package that does the work: `typescript` or `esbuild`. */
-  readonly name: string;
-  /** Compile `source`, read from `path`; a syntax error throws a SyntaxError naming `path:line:column`. */
-  transpile(source: string, path: string, output: TypeScriptOutput): string;
+export type CompiledModule = { format: TypeScriptOutput; source: string } | { native: true };
+
+/**
+ * A compile request from a thread to its starter, on the port the thread opened.
+ *
+ * @internal
+ */
+export interface CompileRequest {
+  id: number;
+  url: string;
 }
 
-/** The compilers we know how to drive, in the order they are tried. */
-const COMPILER_PACKAGES: readonly string[] = ['typescript', 'esbuild'];
+/**
+ * The starter's answer: the compiled module, or the error that stopped it.
+ *
+ * @internal
+ */
+export type CompileReply = { id: number; compiled: CompiledModule } | { id: number; error: { name: string; message: string; code: unknown } };
 
-/** The parts of the `typescript` package's API used here. */
-interface TypeScriptApi {
-  ModuleKind: { ESNext: number; CommonJS: number };
-  ScriptTarget: { ES2022: number };
-  DiagnosticCategory: { Error: number };
-  transpileModule(
-    source: string,
-    options: { fileName: string; reportDiagnostics: boolean; compilerOptions: Record<string, unknown> },
-  ): { outputText: string; diagnostics?: TypeScriptDiagnostic[] };
-  flattenDiagnosticMessageText(message: unknown, newLine: string): string;
+/** What `register()` passes to `initialize`: the port to the thread that compiles for this one. */
+export interface TypeScriptHooksData {
+  parent?: MessagePort;
 }
 
-interface TypeScriptDiagnostic {
-  category: number;
-  code: number;
-  start?: number;
-  messageText: unknown;
-  file?: { getLineAndCharacterOfPosition(position: number): { line: number; character: number } };
-}
+/** The query parameter that asks these hooks for a file's JavaScript as a module's default export. */
+const COMPILE_MARK = 'multiloop-compile';
 
-/** The parts of the `esbuild` package's API used here. */
-interface EsbuildApi {
-  transformSync(
-    source: string,
-    options: { loader: 'ts'; format: 'esm' | 'cjs'; sourcefile: string; sourcemap: 'inline'; target: string },
-  ): { code: string };
-}
-
-interface EsbuildFailure {
-  errors?: { text: string; location?: { line: number; column: number } | null }[];
-}
-
-/** Compilers found so far, by the directory they were looked up from; null when none was there. */
-const compilersByDirectory = new Map<string, TypeScriptCompiler | null>();
+/** The port to the thread that compiles for this one, from `initialize`. */
+let parent: MessagePort | null = null;
+let lastRequest = 0;
+const pending = new Map<number, { resolve: (compiled: CompiledModule) => void; reject: (error: Error) => void }>();
 
 /** Emitted format per extension; other files are not ours. */
 function outputOf(url: string): TypeScriptOutput | null {
@@ -95,11 +92,43 @@ export function _isTypeScriptUrl(url: string): boolean {
   return outputOf(url) !== null;
 }
 
+/**
+ * The URL under which these hooks answer with the JavaScript of the TypeScript file at `url`
+ * (see `_unmarkCompileUrl`); `version` tells versions of the file apart, so a changed file is
+ * compiled again.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * const { default: compiled } = await import(_markCompileUrl(url, '1712-340'));
+ * ```
+ */
+export function _markCompileUrl(url: string, version: string): string {
+  const hashAt = url.indexOf('#');
+  const base = hashAt === -1 ? url : url.slice(0, hashAt);
+  const hash = hashAt === -1 ? '' : url.slice(hashAt);
+  return `${base}${base.includes('?') ? '&' : '?'}${COMPILE_MARK}=${encodeURIComponent(version)}${hash}`;
+}
+
+/**
+ * The URL a URL made by `_markCompileUrl` was made from; null for any other URL.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * _unmarkCompileUrl('file:///app/a.ts?multiloop-compile=1'); // 'file:///app/a.ts'
+ * ```
+ */
+export function _unmarkCompileUrl(url: string): string | null {
+  const match = /[?&]multiloop-compile=[^&#]*(?=#|$)/.exec(url);
+  if (match === null || !url.startsWith('file:')) return null;
+  // The mark is the query's last parameter: what follows it is the hash, if any.
+  return url.slice(0, match.index) + url.slice(match.index + match[0].length);
+}
+
 /** `./x.js` → `./x.ts` (and .mjs → .mts, .cjs → .cts): TypeScript ESM names the emitted file. */
 function typeScriptTwin(specifier: string): string | null {
-  if (!(specifier.startsWith('./') || specifier.startsWith('../') || specifier.startsWith('/') || specifier.startsWith('file:'))) {
-    return null;
-  }
+  if (!isPathSpecifier(specifier)) return null;
   const end = endOfPath(specifier);
   const suffix = specifier.slice(end);
   const path = specifier.slice(0, end);
@@ -109,113 +138,66 @@ function typeScriptTwin(specifier: string): string | null {
   return null;
 }
 
-function loadTypeScript(api: TypeScriptApi): TypeScriptCompiler {
-  return {
-    name: 'typescript',
-    transpile(source, path, output) {
-      const result = api.transpileModule(source, {
-        fileName: path,
-        reportDiagnostics: true,
-        compilerOptions: {
-          module: output === 'module' ? api.ModuleKind.ESNext : api.ModuleKind.CommonJS,
-          target: api.ScriptTarget.ES2022,
-          esModuleInterop: true,
-          useDefineForClassFields: true,
-          inlineSourceMap: true,
-          inlineSources: true,
-        },
-      });
-      const errors = (result.diagnostics ?? []).filter((d) => d.category === api.DiagnosticCategory.Error);
-      if (errors.length > 0) {
-        const lines = errors.map((d) => {
-          const at = d.file !== undefined && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : { line: 0, character: 0 };
-          return `${path}:${at.line + 1}:${at.character + 1} - error TS${d.code}: ${api.flattenDiagnosticMessageText(d.messageText, '\n')}`;
-        });
-        throw new SyntaxError(lines.join('\n'));
-      }
-      return result.outputText;
-    },
-  };
+function isPathSpecifier(specifier: string): boolean {
+  return specifier.startsWith('./') || specifier.startsWith('../') || specifier.startsWith('/') || specifier.startsWith('file:');
 }
 
-function loadEsbuild(api: EsbuildApi): TypeScriptCompiler {
-  return {
-    name: 'esbuild',
-    transpile(source, path, output) {
-      try {
-        return api.transformSync(source, {
-          loader: 'ts',
-          format: output === 'module' ? 'esm' : 'cjs',
-          sourcefile: path,
-          sourcemap: 'inline',
-          target: 'node20',
-        }).code;
-      } catch (error) {
-        const errors = (error as EsbuildFailure).errors;
-        if (!Array.isArray(errors) || errors.length === 0) throw error;
-        const lines = errors.map((e) => {
-          const at = e.location ?? { line: 1, column: 0 };
-          return `${path}:${at.line}:${at.column + 1} - error: ${e.text}`;
-        });
-        throw new SyntaxError(lines.join('\n'));
-      }
-    },
-  };
-}
+/** The file names tried for an extensionless `./x` (or a directory) imported by TypeScript, as tsx and bundlers resolve it. */
+const IMPLICIT_SUFFIXES: readonly string[] = ['.ts', '.mts', '.js', '.mjs', '/index.ts', '/index.js'];
 
 /**
- * Find a TypeScript compiler: each package of `packages` in turn, looked up from each of
- * `locations` in turn (file: URLs of a file or of a directory ending in `/`).
+ * Set up the hooks of a thread: `data.parent` is the port to the thread that compiles this
+ * thread's TypeScript, when one does.
  *
  * @internal
  * @example
  * ```ts
- * const compiler = _findCompiler([moduleUrl, import.meta.url]);
- * const js = compiler?.transpile('const a: number = 1;', '/app/a.ts', 'module');
+ * register(HOOKS_URL, { data: { parent: port }, transferList: [port] }); // in ts-loader.ts
  * ```
  */
-export function _findCompiler(locations: readonly string[], packages: readonly string[] = COMPILER_PACKAGES): TypeScriptCompiler | null {
-  for (const name of packages) {
-    for (const location of locations) {
-      let api: unknown;
-      try {
-        api = createRequire(location)(name);
-      } catch {
-        continue;
-      }
-      if (name === 'typescript') return loadTypeScript(api as TypeScriptApi);
-      if (name === 'esbuild') return loadEsbuild(api as EsbuildApi);
+export function initialize(data: TypeScriptHooksData | undefined): void {
+  if (data?.parent === undefined) return;
+  parent = data.parent;
+  parent.on('message', (reply: CompileReply) => {
+    const waiter = pending.get(reply.id);
+    if (waiter === undefined) return;
+    pending.delete(reply.id);
+    if (pending.size === 0) parent?.unref();
+    if ('compiled' in reply) waiter.resolve(reply.compiled);
+    else waiter.reject(rebuildError(reply.error));
+  });
+  // The starter ended: nothing will answer; the imports waiting fail rather than hang.
+  parent.on('close', () => {
+    parent = null;
+    for (const [id, waiter] of pending) {
+      pending.delete(id);
+      waiter.reject(new Error('the thread that started this one ended before it compiled its TypeScript'));
     }
-  }
-  return null;
+  });
+  parent.unref();
 }
 
-/**
- * The compiler for the file at `url`: found from the file's directory first, then from
- * `ownUrl` (multiloop's location); throws when neither has one.
- *
- * @internal
- * @example
- * ```ts
- * const js = _compilerFor(url).transpile(source, fileURLToPath(url), 'module');
- * ```
- */
-export function _compilerFor(url: string, ownUrl: string = import.meta.url): TypeScriptCompiler {
-  const directory = new URL('.', url).href;
-  let compiler = compilersByDirectory.get(directory);
-  if (compiler === undefined) {
-    compiler = _findCompiler([directory, ownUrl]);
-    compilersByDirectory.set(directory, compiler);
-  }
-  if (compiler === null) {
-    throw new Error(`cannot load TypeScript module ${url}: no TypeScript compiler found (install typescript or run under tsx)`);
-  }
-  return compiler;
+function rebuildError(encoded: { name: string; message: string; code: unknown }): Error {
+  const Kind = encoded.name === 'SyntaxError' ? SyntaxError : encoded.name === 'TypeError' ? TypeError : Error;
+  const error = new Kind(encoded.message);
+  if (encoded.code !== undefined) Object.assign(error, { code: encoded.code });
+  return error;
+}
+
+function askParent(port: MessagePort, url: string): Promise<CompiledModule> {
+  return new Promise((resolve, reject) => {
+    const id = ++lastRequest;
+    pending.set(id, { resolve, reject });
+    port.ref();
+    const request: CompileRequest = { id, url };
+    port.postMessage(request);
+  });
 }
 
 /**
  * Resolve a relative `./x.js` that does not exist to `./x.ts` beside it (.mjs to .mts, .cjs to
- * .cts), for TypeScript importers: the ESM convention names the file tsc will emit.
+ * .cts), and an extensionless `./x` to `./x.ts` (or .mts, .js, .mjs, `./x/index.ts`,
+ * `./x/index.js`), for TypeScript importers: the two ways TypeScript code names its siblings.
  *
  * @internal
  * @example
@@ -227,19 +209,32 @@ export const resolve: ResolveHook = async (specifier, context, nextResolve) => {
   try {
     return await nextResolve(specifier, context);
   } catch (error) {
-    const parent = context.parentURL;
-    if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND' || parent === undefined || outputOf(parent) === null) throw error;
-    const twin = typeScriptTwin(specifier);
-    if (twin === null) throw error;
-    const candidate = new URL(twin, parent);
-    if (candidate.protocol !== 'file:' || !existsSync(candidate)) throw error;
-    return nextResolve(twin, context);
+    const code = (error as { code?: unknown }).code;
+    const parentUrl = context.parentURL;
+    if ((code !== 'ERR_MODULE_NOT_FOUND' && code !== 'ERR_UNSUPPORTED_DIR_IMPORT') || parentUrl === undefined || outputOf(parentUrl) === null) throw error;
+    for (const candidate of candidatesFor(specifier)) {
+      const url = new URL(candidate, parentUrl);
+      if (url.protocol === 'file:' && existsSync(url) && !url.pathname.endsWith('/')) return nextResolve(candidate, context);
+    }
+    throw error;
   }
 };
 
+function candidatesFor(specifier: string): string[] {
+  const twin = typeScriptTwin(specifier);
+  if (twin !== null) return [twin];
+  if (!isPathSpecifier(specifier)) return [];
+  const end = endOfPath(specifier);
+  const path = specifier.slice(0, end).replace(/\/$/, '');
+  // A name with an extension of its own (`./data.json`) is not one TypeScript left off.
+  if (/\.[A-Za-z0-9]+$/.test(path.slice(path.lastIndexOf('/') + 1)) && !specifier.endsWith('/')) return [];
+  return IMPLICIT_SUFFIXES.map((suffix) => `${path}${suffix}${specifier.slice(end)}`);
+}
+
 /**
- * Compile the .ts/.mts/.cts files the rest of the chain cannot load: .ts and .mts to ES
- * modules, .cts to CommonJS, each with an inline source map.
+ * Load TypeScript files (.ts and .mts as ES modules, .cts as CommonJS, each with an inline
+ * source map) from where the module comment says, and answer a marked URL (see
+ * `_markCompileUrl`) with the file's JavaScript for another thread.
  *
  * @internal
  * @example
@@ -248,16 +243,52 @@ export const resolve: ResolveHook = async (specifier, context, nextResolve) => {
  * ```
  */
 export const load: LoadHook = async (url, context, nextLoad) => {
+  const marked = _unmarkCompileUrl(url);
+  if (marked !== null && outputOf(marked) !== null) {
+    const compiled = await compiledFor(marked, context, nextLoad);
+    return { format: 'module', source: `export default ${JSON.stringify(compiled)};`, shortCircuit: true };
+  }
   const output = outputOf(url);
   if (output === null) return nextLoad(url, context);
+  if (parent !== null) {
+    const compiled = await askParent(parent, url);
+    if ('native' in compiled) return nextLoad(url, context);
+    return { format: compiled.format, source: compiled.source, shortCircuit: true };
+  }
+  return loadHere(url, output, context, nextLoad, false);
+};
+
+/** The JavaScript of the file at `url` as this thread would load it, in a form another thread can take. */
+async function compiledFor(url: string, context: LoadHookContext, nextLoad: Parameters<LoadHook>[2]): Promise<CompiledModule> {
+  if (parent !== null) return askParent(parent, url);
+  const output = outputOf(url) as TypeScriptOutput;
+  const loaded = await loadHere(url, output, context, nextLoad, true);
+  if (loaded.format === 'module-typescript' || loaded.format === 'commonjs-typescript') return { native: true };
+  return { format: loaded.format === 'commonjs' ? 'commonjs' : 'module', source: sourceText(loaded.source) };
+}
+
+/**
+ * Load the TypeScript file at `url` in this thread: its loader, else Node's type stripping, else
+ * a compiler. `needSource`: the source is for another thread, so a CommonJS file the chain left
+ * to require() (tsx does so) is compiled here.
+ */
+async function loadHere(url: string, output: TypeScriptOutput, context: LoadHookContext, nextLoad: Parameters<LoadHook>[2], needSource: boolean): Promise<LoadFnOutput> {
   try {
     const loaded = await nextLoad(url, context);
-    // Node 22.6+ hands back raw TypeScript for us to finish; anything else was already compiled.
-    if (loaded.format !== 'module-typescript' && loaded.format !== 'commonjs-typescript') return loaded;
+    // A loader compiled it; or Node strips its types (Node 22.6+ hands back `module-typescript`).
+    if (!needSource || (loaded.source !== undefined && loaded.source !== null)) return loaded;
   } catch (error) {
-    if ((error as { code?: unknown }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw error;
+    const code = (error as { code?: unknown }).code;
+    // Node without type stripping, or Node refusing to strip a file under node_modules.
+    if (code !== 'ERR_UNKNOWN_FILE_EXTENSION' && code !== 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING') throw error;
   }
   const path = fileURLToPath(url);
-  const source = _compilerFor(url).transpile(readFileSync(path, 'utf8'), path, output);
+  const source = await _compilerFor(url).transpile(readFileSync(path, 'utf8'), path, output);
   return { format: output, source, shortCircuit: true };
-};
+}
+
+function sourceText(source: LoadFnOutput['source']): string {
+  if (typeof source === 'string') return source;
+  if (source === undefined || source === null) return '';
+  return new TextDecoder().decode(source as Uint8Array);
+}

@@ -1,24 +1,25 @@
 /**
- * TypeScript user modules in threads that have no TypeScript loader of their own.
+ * TypeScript user modules in threads: a thread registers the hooks of ts-hooks.ts, once, before
+ * it imports its first TypeScript module, and a LoopThread's or pool thread's starter compiles
+ * for it (see ts-hooks.ts for the order in which a file's JavaScript is looked for).
  *
- * A worker cannot import a .ts file under vitest (it transforms in-process: nothing for the
- * worker to inherit), nor on Node 20 under `node --import tsx`: the worker inherits the flag, but
- * tsx 4 registers its hooks in the main thread only there (it does so in workers from Node
- * 22.22/24.11 on, where one hooks thread serves every thread). So the worker registers the hooks
- * of ts-hooks.ts, once per thread, before it imports a TypeScript module.
+ * Why the starter compiles: on Node 20 a worker does not share its starter's hooks, and tsx 4
+ * registers its hooks in the main thread only (from Node 22.22/24.11 on, in every thread); a
+ * thread that loaded a compiler of its own (tsx, esbuild's service, the `typescript` package) paid
+ * seconds and tens of MiB for it. The starter already runs a loader, or loads a compiler once for
+ * all its threads; the thread pays for a hooks thread and one message per TypeScript file. For the
+ * same reason threads are started without tsx's flags (`threadExecArgv`): tsx in a thread costs
+ * more than the thread, and compiles nothing there on Node 20.
  *
  * Decided before importing, never by retrying after ERR_UNKNOWN_FILE_EXTENSION: Node 20 keeps a
  * failed module in its module map, and a second `import()` of the same URL fails again even
- * after new hooks are registered. Nor by looking for a loader's name in `process.execArgv` or
- * NODE_OPTIONS: as tsx shows, a loader named there may not be active in this thread, and then
- * the import would fail for good. Registering costs a hooks thread per worker that imports
- * TypeScript; it cannot break a loader that is active, because the hooks ask the rest of the
- * chain first and compile only the files it cannot load.
+ * after new hooks are registered.
  */
-import { existsSync } from 'node:fs';
-import { register } from 'node:module';
+import { existsSync, statSync } from 'node:fs';
+import { createRequire, register } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { _isTypeScriptUrl } from './ts-hooks.js';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { _isTypeScriptUrl, _markCompileUrl, type CompileReply, type CompileRequest, type CompiledModule } from './ts-hooks.js';
 
 /** The built hooks: the hooks thread runs plain JavaScript, also when this file runs from source. */
 const HOOKS_URL = new URL(
@@ -26,7 +27,29 @@ const HOOKS_URL = new URL(
   import.meta.url,
 );
 
+/** The key of the message a thread posts its starter to be compiled for: the port it will ask on. */
+const TYPESCRIPT_PORT = 'multiloop:typescript-port';
+
+/**
+ * A thread's request to its starter to compile its TypeScript: requests come on `port`.
+ *
+ * @internal
+ */
+export interface TypeScriptPortMessage {
+  readonly [TYPESCRIPT_PORT]: true;
+  readonly port: MessagePort;
+}
+
+/** The options of Node's that load a module before the program: their value may name tsx. */
+const PRELOAD_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
+
+/** Node's own `import()` (see native-import.cts), loaded the first time this thread compiles for another. */
+let nativeImport: ((url: string) => Promise<unknown>) | null = null;
+
 let registered = false;
+
+/** This thread's starter, when it compiles for this thread (set by the worker entries). */
+let starter: MessagePort | null = null;
 
 /**
  * Tell whether Node itself compiles TypeScript in this thread, enums included
@@ -37,10 +60,43 @@ function nativeTypeScript(): boolean {
 }
 
 /**
+ * Have this thread's TypeScript compiled by its starter, which listens on `port` (the worker's
+ * `parentPort`) for a `TypeScriptPortMessage`: called by the entries of LoopThreads and pool
+ * threads, whose starters answer (`serveTypeScript`).
+ *
+ * @internal
+ * @example
+ * ```ts
+ * _compiledByStarter(parentPort); // in _hostLoopThread()
+ * ```
+ */
+export function _compiledByStarter(port: MessagePort): void {
+  starter = port;
+}
+
+/** Register ts-hooks.ts in this thread, once, with a port to the starter when it compiles for us. */
+function registerHooks(): void {
+  if (registered) return;
+  registered = true;
+  // Node 20.0-20.5 has no register(): a TypeScript import then fails with Node's own error.
+  if (typeof register !== 'function') return;
+  if (starter === null) {
+    register(HOOKS_URL);
+  } else {
+    const { port1, port2 } = new MessageChannel();
+    const message: TypeScriptPortMessage = { [TYPESCRIPT_PORT]: true, port: port1 };
+    starter.postMessage(message, [port1]);
+    register(HOOKS_URL, { data: { parent: port2 }, transferList: [port2] });
+  }
+  // Per thread: only this thread's errors pay for the source map lookups.
+  if (!process.sourceMapsEnabled) process.setSourceMapsEnabled(true);
+}
+
+/**
  * Make this thread able to import `moduleUrl` when it names a TypeScript file (.ts, .mts,
  * .cts): register multiloop's TypeScript hooks, once per thread, and turn on source maps so
- * stacks show the .ts lines. A loader already active here keeps the files it can load. Call
- * it before the first `import()` of the module: a failed import cannot be retried in Node 20.
+ * stacks show the .ts lines. Call it before the first `import()` of the module: a failed import
+ * cannot be retried in Node 20.
  *
  * @internal
  * @example
@@ -51,12 +107,99 @@ function nativeTypeScript(): boolean {
  */
 export async function ensureTypeScriptSupport(moduleUrl: string): Promise<void> {
   if (registered || !_isTypeScriptUrl(moduleUrl) || nativeTypeScript()) return;
-  registered = true;
-  // Node 20.0-20.5 has no register(): the import then fails with Node's own error.
-  if (typeof register !== 'function') return;
-  register(HOOKS_URL);
-  // Per thread: only this worker's errors pay for the source map lookups.
-  if (!process.sourceMapsEnabled) process.setSourceMapsEnabled(true);
+  registerHooks();
+}
+
+/**
+ * Tell whether `message` (from a worker, or piscina's 'message' event) asks this thread to
+ * compile the worker's TypeScript.
+ *
+ * @internal
+ */
+export function isTypeScriptPortMessage(message: unknown): message is TypeScriptPortMessage {
+  return typeof message === 'object' && message !== null && (message as Partial<TypeScriptPortMessage>)[TYPESCRIPT_PORT] === true;
+}
+
+/**
+ * Compile, for the thread at the other end of `port`, each TypeScript file it asks for, as this
+ * thread would load it (its loader, Node's type stripping, or a compiler): the answer to a
+ * `TypeScriptPortMessage`. The port does not keep this thread alive.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * worker.on('message', (message) => {
+ *   if (isTypeScriptPortMessage(message)) serveTypeScript(message.port);
+ * });
+ * ```
+ */
+export function serveTypeScript(port: MessagePort): void {
+  port.on('message', (request: CompileRequest) => {
+    compileForThread(request.url).then(
+      (compiled) => {
+        const reply: CompileReply = { id: request.id, compiled };
+        port.postMessage(reply);
+      },
+      (error: unknown) => {
+        const { name, message, code } = (error ?? {}) as { name?: unknown; message?: unknown; code?: unknown };
+        const reply: CompileReply = { id: request.id, error: { name: String(name ?? 'Error'), message: String(message ?? error), code } };
+        port.postMessage(reply);
+      },
+    );
+  });
+  port.unref();
+}
+
+/** The JavaScript of the TypeScript file at `url`, from this thread's hooks (see ts-hooks.ts). */
+async function compileForThread(url: string): Promise<CompiledModule> {
+  if (!_isTypeScriptUrl(url)) throw new TypeError(`not a TypeScript file: ${url}`);
+  registerHooks();
+  nativeImport ??= createRequire(import.meta.url)(
+    import.meta.url.endsWith('.ts') ? '../../dist/src/internal/native-import.cjs' : './native-import.cjs',
+  ) as (url: string) => Promise<unknown>;
+  return ((await nativeImport(_markCompileUrl(url, fileVersion(url)))) as { default: CompiledModule }).default;
+}
+
+/** What tells versions of a file apart: a file changed since it was compiled is compiled again. */
+function fileVersion(url: string): string {
+  try {
+    const stats = statSync(fileURLToPath(url));
+    return `${stats.mtimeMs}-${stats.size}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+/**
+ * `execArgv` without tsx's flags (`--import tsx`, `--require …/tsx/dist/preflight.cjs`, …): the
+ * default `execArgv` of the threads multiloop starts. Their TypeScript is compiled by their
+ * starter (see the module comment); tsx in each thread would cost more than the thread.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * new Worker(entry, { execArgv: threadExecArgv() });
+ * ```
+ */
+export function threadExecArgv(execArgv: readonly string[] = process.execArgv): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const arg = execArgv[i] as string;
+    if (PRELOAD_FLAGS.has(arg) && i + 1 < execArgv.length) {
+      const value = execArgv[i + 1] as string;
+      if (!namesTsx(value)) kept.push(arg, value);
+      i++;
+      continue;
+    }
+    const equals = arg.indexOf('=');
+    if (equals !== -1 && PRELOAD_FLAGS.has(arg.slice(0, equals)) && namesTsx(arg.slice(equals + 1))) continue;
+    kept.push(arg);
+  }
+  return kept;
+}
+
+function namesTsx(specifier: string): boolean {
+  return specifier === 'tsx' || specifier.startsWith('tsx/') || /[\\/]tsx[\\/]dist[\\/]/.test(specifier);
 }
 
 /**
