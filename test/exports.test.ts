@@ -55,6 +55,7 @@ const EXPECTED_EXPORTS = [
   'SystemExit',
   'Task',
   'TaskGroup',
+  'ThreadQueue',
   'Timeout',
   'TimeoutError',
   'TimerHandle',
