@@ -21,6 +21,7 @@ import {
 } from '../src/index.js';
 import { fromWire, toWire } from '../src/internal/wire.js';
 import { caught } from './helpers/coroutines.js';
+import { mulberry32 } from './helpers/prng.js';
 import { expectError, expectThrow, thrownBy } from './helpers/errors.js';
 import { useFreshLoop } from './helpers/loops.js';
 import { VirtualLoop } from './helpers/virtual-loop.js';
@@ -136,6 +137,85 @@ describe('ThreadQueue items', () => {
     expect(Buffer.isBuffer((out[17] as { frame: unknown }).frame)).toBe(true);
     expect(out[18]).toBeInstanceOf(Money);
     expect((out[18] as Money).format()).toBe('12.50 EUR');
+  });
+
+  it('makes of plain data what structured clone makes of it, edge cases included', () => {
+    const q = new ThreadQueue();
+    // A hole, as `[1, , 3]` makes one.
+    const sparse = [1, 2, 3];
+    delete sparse[1];
+    const extra = Object.assign([1, 2], { note: 'kept' });
+    const shared = { n: 1 };
+    const withProtoKey = JSON.parse('{"__proto__": {"polluted": true}, "a": 1}') as object;
+    const withGetter = { get computed(): number { return 42; }, plain: 'x' };
+    const deep: Record<string, unknown> = {};
+    let cursor = deep;
+    for (let i = 0; i < 100; i++) cursor = cursor.next = {} as Record<string, unknown>;
+    const cases: unknown[] = [
+      { id: 7, name: 'item' },
+      [1, 'two', null, undefined, true, false, -0, NaN, Infinity, 2 ** 31, -(2 ** 31), 1.5],
+      { 'ключ': 'значение', emoji: '𝄞✓', long: 'é'.repeat(100), ascii: 'a'.repeat(100), empty: '' },
+      { 2: 'b', 1: 'a', z: 1, y: 2 },
+      sparse,
+      extra,
+      { a: shared, b: shared },
+      withProtoKey,
+      withGetter,
+      deep,
+      Array.from({ length: 100 }, (_, i) => i),
+      Object.create(null) as object,
+      { nested: [[[{ x: [1, { y: 'z' }] }]]] },
+    ];
+    for (const item of cases) q.putNowait(item);
+    for (const item of cases) expect(q.getNowait()).toStrictEqual(structuredClone(item));
+    q.putNowait({ a: shared, b: shared });
+    const got = q.getNowait() as { a: object; b: object };
+    expect(got.a).toBe(got.b);
+    const protoBack = (q.putNowait(withProtoKey), q.getNowait()) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(protoBack)).toBe(Object.prototype);
+    expect(Object.keys(protoBack)).toEqual(['__proto__', 'a']);
+  });
+
+  it('makes of random JSON-like values what structured clone makes of them', () => {
+    const next = mulberry32(0x7e57);
+    const text = (): string => {
+      const alphabet = ['a', 'Z', '0', ' ', 'é', 'ß', '中', '𝄞', '"', '\\', '\u0000'];
+      let out = '';
+      const length = Math.floor(next() * 24);
+      for (let i = 0; i < length; i++) out += alphabet[Math.floor(next() * alphabet.length)];
+      return out;
+    };
+    const value = (depth: number): unknown => {
+      const pick = Math.floor(next() * (depth > 3 ? 6 : 8));
+      switch (pick) {
+        case 0:
+          return Math.floor(next() * 2 ** 32) - 2 ** 31;
+        case 1:
+          return (next() - 0.5) * 1e12;
+        case 2:
+          return text();
+        case 3:
+          return next() < 0.5;
+        case 4:
+          return null;
+        case 5:
+          return undefined;
+        case 6:
+          return Array.from({ length: Math.floor(next() * 8) }, () => value(depth + 1));
+        default: {
+          const object: Record<string, unknown> = {};
+          const count = Math.floor(next() * 6);
+          for (let i = 0; i < count; i++) object[text()] = value(depth + 1);
+          return object;
+        }
+      }
+    };
+    const q = new ThreadQueue();
+    for (let i = 0; i < 500; i++) {
+      const item = value(0);
+      q.putNowait(item);
+      expect(q.getNowait()).toStrictEqual(structuredClone(item));
+    }
   });
 
   it('detaches a move()d buffer once its item is in, and leaves it marked when the put fails', () => {

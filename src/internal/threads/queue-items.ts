@@ -1,8 +1,9 @@
 /**
  * A ThreadQueue's items as the records of its shared memory (queue-memory.ts), by the rules of
  * call arguments: numbers, booleans, null and undefined travel in the record itself, strings as
- * UTF-8, anything else through `toWire` (registered classes, errors, Buffers become records) and
- * v8's serializer (structured clone). A `move()`d ArrayBuffer is copied in and detached here, so
+ * UTF-8, small plain objects and arrays in a quick encoding of their own (plain-items.ts),
+ * anything else through `toWire` (registered classes, errors, Buffers become records) and v8's
+ * serializer (structured clone). A `move()`d ArrayBuffer is copied in and detached here, so
  * that it is gone from this thread as a transfer leaves it.
  *
  * Shared memory carries bytes only: a SharedArrayBuffer (a ThreadQueue is two of them) or a
@@ -13,7 +14,8 @@ import type { Transferable } from 'node:worker_threads';
 import { collectTransfers, move } from '../../transfer.js';
 import { describeUncloneable, findUncloneable } from '../uncloneable.js';
 import { fromWire, toWire } from '../wire.js';
-import { K_FALSE, K_NULL, K_NUMBER, K_SERIALIZED, K_STRING, K_TRUE, K_UNDEFINED, MAX_BYTES, type QueueMemory } from './queue-memory.js';
+import { decodePlain, encodePlain } from './plain-items.js';
+import { K_FALSE, K_NULL, K_NUMBER, K_PLAIN, K_SERIALIZED, K_STRING, K_TRUE, K_UNDEFINED, MAX_BYTES, type QueueMemory } from './queue-memory.js';
 
 /** Scratch buffers past this size are not kept for the next item. */
 const KEEP_BYTES = 1 << 20;
@@ -63,6 +65,12 @@ export function encodeItem(item: unknown, where: string): void {
   }
   if (item === null) {
     encoded.kind = K_NULL;
+    return;
+  }
+  const plain = encodePlain(item as object);
+  if (plain !== null) {
+    encoded.kind = K_PLAIN;
+    encoded.payload = plain;
     return;
   }
   const found: Transferable[] = [];
@@ -165,6 +173,8 @@ export function decodeItem(memory: QueueMemory, into: Uint8Array): unknown {
       return null;
     case K_UNDEFINED:
       return undefined;
+    case K_PLAIN:
+      return decodePlain(into, memory.length);
     default: {
       const deserializer = new Deserializer(new Uint8Array(into.buffer, into.byteOffset, memory.length));
       deserializer.readHeader();

@@ -84,6 +84,7 @@ export const K_TRUE = 4;
 export const K_NUMBER = 5;
 export const K_STRING = 6;
 export const K_SERIALIZED = 7;
+export const K_PLAIN = 8;
 
 /**
  * A record is an 8-byte header (kind, payload length) and its payload, padded to 8 bytes; a
