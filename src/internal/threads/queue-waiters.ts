@@ -6,9 +6,11 @@
  * already). What sleeps:
  * - a thread outside any loop (`getSync`/`putSync`): `Atomics.wait` on the word, blocking it;
  * - tasks of a loop and `for await` code: a WordWatch, one per queue and word in the thread. It
- *   keeps the thread's waiters in order and arms one `Atomics.waitAsync` for all of them; an idle
- *   loop with a task waiting also polls the word for a moment before it sleeps, as it polls its
- *   links (base-events.ts `#spin`), and takes the change through its inbox like a link's batch.
+ *   keeps the thread's waiters in order and arms one `Atomics.waitAsync` for all of them. A loop
+ *   with a task waiting polls the word while it spins before sleeping, as it polls its links
+ *   (base-events.ts `#spin`), takes a change through its inbox like a link's batch, and arms the
+ *   waitAsync only as it gives libuv a turn: a consumer that keeps up costs its producers no
+ *   notify.
  * On a change the watch wakes its first waiter (every waiter when the queue was shut down, or
  * for DONES); a woken getter that took an item wakes the next one while items are left, and one
  * that found nothing waits again in its place at the front.
@@ -89,10 +91,15 @@ export class WordWatch implements Pollable, InboxReceiver {
   /**
    * In order; woken ones are taken off. Invariant: while it holds a waiter not done, a
    * waitAsync of this watch is pending on the word (`#armed`, counted in the word's WAITING
-   * count), or a look at the word is on its way (`#onNotified` queued).
+   * count) or on its way to be looked at (`#onNotified` queued), or a running loop polls this
+   * watch and arms it before it gives libuv a turn (`_beforeYield`).
    */
   readonly #waiters = new Deque<Waiter>(4);
+  /** How many of them are PromiseWaiters (no loop arms the watch for them: it is armed at once). */
+  #promises = 0;
   #armed = false;
+  /** Which arming the pending waitAsync is: one disarmed meanwhile (its change seen by a poll) is stale. */
+  #arming = 0;
   /** The word as it was when a waiter last found nothing to take: a change is any other value. */
   #seen = 0;
   /** The loop that polls this watch while one of its futures waits here. */
@@ -123,15 +130,21 @@ export class WordWatch implements Pollable, InboxReceiver {
     if (again) this.#waiters.unshift(waiter);
     else this.#waiters.push(waiter);
     this.#seen = seen;
-    if (waiter instanceof Future) this.#pollFrom(waiter.getLoop());
-    else holdThread(1);
-    this.#arm();
+    if (waiter instanceof Future) {
+      // Its loop polls the word while it spins and arms the watch only as it yields: while
+      // changes are caught by polls, producers never pay for a notify.
+      this.#pollFrom(waiter.getLoop());
+    } else {
+      this.#promises++;
+      holdThread(1);
+      this.#arm();
+    }
   }
 
   /** Take `waiter` off (it was cancelled); whether it was still waiting. */
   remove(waiter: Waiter): boolean {
     const removed = removeWaiter(this.#waiters, waiter);
-    if (waiter instanceof PromiseWaiter && removed) holdThread(-1);
+    if (waiter instanceof PromiseWaiter && removed) this.#forgetPromise();
     if (this.#waiters.length === 0) this.#stopPolling();
     return removed;
   }
@@ -141,7 +154,7 @@ export class WordWatch implements Pollable, InboxReceiver {
     const waiters = this.#waiters;
     while (waiters.length > 0) {
       const waiter = waiters.shift() as Waiter;
-      if (waiter instanceof PromiseWaiter) holdThread(-1);
+      if (waiter instanceof PromiseWaiter) this.#forgetPromise();
       if (!waiter.done()) {
         waiter.setResult(undefined);
         break;
@@ -162,28 +175,37 @@ export class WordWatch implements Pollable, InboxReceiver {
     const ready = this.#readiness();
     if (ready === 2) while (this.#waiters.length > 0) this.wakeNext();
     else if (ready === 1) this.wakeNext();
-    if (this.#waiters.length > 0) this.#arm();
+    if (this.#promises > 0 || (this.#waiters.length > 0 && this.#loop === null)) this.#arm();
   }
 
   #arm(): void {
     if (this.#armed) return;
     this.#armed = true;
+    const arming = ++this.#arming;
     Atomics.add(this.#ctl, this.#counter, 1);
     const wait = waitAsync(this.#ctl, this.#word, this.#seen);
-    if (wait.async) void wait.value.then(this.#onNotified);
-    else queueMicrotask(this.#onNotified);
+    if (wait.async) void wait.value.then(() => this.#onNotified(arming));
+    else queueMicrotask(() => this.#onNotified(arming));
   }
 
-  /** The waitAsync ended (notified, or the word had changed already): take the change in the loop's iteration when a loop polls this watch. */
-  readonly #onNotified = (): void => {
+  /** A change was seen without the pending waitAsync: producers need not notify it any longer. */
+  #disarm(): void {
+    if (!this.#armed) return;
     this.#armed = false;
     Atomics.sub(this.#ctl, this.#counter, 1);
+  }
+
+  /** The waitAsync of `arming` ended (notified, or the word had changed already). */
+  #onNotified(arming: number): void {
+    if (arming !== this.#arming || !this.#armed) return;
+    this.#disarm();
     const loop = this.#loop;
+    // In the loop's iteration, where its polls deliver changes too.
     if (loop !== null && loop.isRunning()) loop._deliver(this, NOTHING);
     else if (this.#waiters.length > 0) this.#changed();
-  };
+  }
 
-  /** @internal The loop is about to sleep: whether the word changed (then the change is in its inbox). */
+  /** @internal The loop spins before it sleeps: whether the word changed (then the change is in its inbox). */
   _poll(): boolean {
     const now = Atomics.load(this.#ctl, this.#word);
     if (now === this.#seen || this.#loop === null) return false;
@@ -192,14 +214,32 @@ export class WordWatch implements Pollable, InboxReceiver {
     return true;
   }
 
+  /**
+   * @internal The loop is about to give libuv a turn (to sleep, or at the end of its time slice):
+   * arm the watch, so that a change wakes it; or, when the word changed already, put the change
+   * in the loop's inbox and say so.
+   */
+  _beforeYield(): boolean {
+    if (this.#waiters.length === 0 || this.#loop === null) return false;
+    if (this._poll()) return true;
+    this.#arm();
+    return false;
+  }
+
   /** @internal A change taken from the loop's inbox. */
   _dispatch(): void {
+    this.#disarm();
     if (this.#waiters.length > 0) this.#changed();
-    else if (this.#loop !== null) this.#stopPolling();
+    else this.#stopPolling();
   }
 
   /** @internal Nothing to take: changes come whole. */
   _dispatchCalls(): void {}
+
+  #forgetPromise(): void {
+    this.#promises--;
+    holdThread(-1);
+  }
 
   #pollFrom(loop: EventLoop): void {
     if (this.#loop === loop) return;
