@@ -19,7 +19,7 @@ import {
   sleep,
   type Coroutine,
 } from '../src/index.js';
-import { fromWire, toWire } from '../src/internal/wire.js';
+import { WIRE, fromWire, toWire } from '../src/internal/wire.js';
 import { caught } from './helpers/coroutines.js';
 import { mulberry32 } from './helpers/prng.js';
 import { expectError, expectThrow, thrownBy } from './helpers/errors.js';
@@ -258,6 +258,20 @@ describe('ThreadQueue items', () => {
     port1.close();
     expect(String(q)).toBe("<ThreadQueue 'jobs' maxsize=0 qsize=1 tasks=1>");
     expect(q.getNowait()).toBe('before');
+  });
+
+  it('refuses, as it arrives, a ThreadQueue record without the shared memory of one', () => {
+    const q = new ThreadQueue();
+    const { buffers } = q._toWire();
+    const forged = [
+      { buffers: { control: new SharedArrayBuffer(256), data: new SharedArrayBuffer(4096) }, name: 'x' },
+      { buffers: { control: buffers.control, data: new SharedArrayBuffer(4096) }, name: 'x' },
+      { buffers, name: 7 },
+      null,
+    ];
+    for (const queue of forged) {
+      expectThrow(() => fromWire({ [WIRE]: 'value', value: { [WIRE]: 'threadqueue', queue } }), TypeError, 'a ThreadQueue arrived without the shared memory of one');
+    }
   });
 
   it('is itself again when it comes back from the wire encoding', () => {

@@ -249,13 +249,19 @@ export class QueueMemory {
   static isShaped(buffers: unknown): buffers is QueueBuffers {
     if (typeof buffers !== 'object' || buffers === null) return false;
     const { control, data } = buffers as Record<string, unknown>;
-    return (
-      control instanceof SharedArrayBuffer &&
-      control.byteLength === CTL_WORDS * Int32Array.BYTES_PER_ELEMENT &&
-      data instanceof SharedArrayBuffer &&
-      (data as GrowableBuffer).growable &&
-      (data as GrowableBuffer).maxByteLength === MAX_BYTES
-    );
+    if (
+      !(control instanceof SharedArrayBuffer) ||
+      control.byteLength !== CTL_WORDS * Int32Array.BYTES_PER_ELEMENT ||
+      !(data instanceof SharedArrayBuffer) ||
+      !(data as GrowableBuffer).growable ||
+      (data as GrowableBuffer).maxByteLength !== MAX_BYTES
+    ) {
+      return false;
+    }
+    const ctl = new Int32Array(control);
+    const capacity = Atomics.load(ctl, CAPACITY);
+    // A ring whose length is no power of two, or longer than its buffer, was not made here.
+    return capacity >= FIRST_CAPACITY && (capacity & (capacity - 1)) === 0 && capacity <= data.byteLength && (ctl[MAXSIZE] as number) >= 0;
   }
 
   /** The identity of the queue whose memory `buffers` are: the same string in every thread. */
