@@ -12,6 +12,7 @@ import { healthWorkloads } from './health.js';
 import { ioWorkloads } from './io.js';
 import { monitorWorkloads } from './monitor.js';
 import { threadWorkloads } from './threads.js';
+import { threadQueueWorkloads } from './thread-queue.js';
 import { toolkitWorkloads } from './toolkit.js';
 import { renderTable, type Row } from './harness.js';
 import { runPeers } from './peers.js';
@@ -24,6 +25,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['core', coreWorkloads],
   ['toolkit', toolkitWorkloads],
   ['threads', threadWorkloads],
+  ['queue', threadQueueWorkloads],
   ['executor', executorWorkloads],
   ['io', ioWorkloads],
   ['bullmq', bullmqWorkloads],
