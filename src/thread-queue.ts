@@ -111,7 +111,11 @@ function runningLoopFuture(): Future<void> {
  *
  * The queue belongs to no thread: it lives while any thread holds it, and the thread that made it
  * may end while the others go on using it. A thread that ends while it waits in `get()` or
- * `put()` takes no item and no slot with it; items it had got are its own.
+ * `put()` takes no item and no slot with it; items it had got are its own. `lt.terminate()` waits
+ * for its thread to be out of any queue operation. A thread ended in the middle of one by other
+ * means (a pool thread of `abortRunning`, a heap limit) can leave the queue's lock held: seconds
+ * later the queue is broken, and every operation and waiter, in every thread, fails with a
+ * RuntimeError that says so (never a hang).
  *
  * @example
  * ```ts
