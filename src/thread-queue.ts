@@ -149,7 +149,7 @@ export class ThreadQueue<T = unknown> {
     } else {
       const { maxsize, name: given } = checkOptions(options);
       memory = new QueueMemory(maxsize, threadId);
-      name = given ?? `ThreadQueue-${memory.id}`;
+      name = given ?? `ThreadQueue-${memory.birth}`;
     }
     this.#memory = memory;
     this.#name = name;

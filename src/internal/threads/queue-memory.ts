@@ -57,9 +57,13 @@ const SHUTDOWN = 32;
 const CAPACITY = 33;
 /** The bound on PUTS - GETS (0: none), fixed at creation. */
 const MAXSIZE = 34;
-/** Who made the queue and its number there: its identity in the process. */
+/**
+ * Who made the queue and its number there, and a random number of the copy of this module that
+ * made it (two copies of the library in one thread count their queues apart): its identity.
+ */
 const ID_THREAD = 35;
 const ID_SERIAL = 36;
+const ID_COPY = 38;
 /** 1 once a lock was found held by a thread that is gone (see "Dying inside"); never back to 0. */
 const BROKEN = 37;
 /**
@@ -189,6 +193,7 @@ function breakQueue(ctl: Int32Array): void {
 }
 
 let serial = 0;
+const copy = (Math.random() * 0x7fffffff) | 0;
 
 /** A ThreadQueue's shared state, seen from one thread. */
 export class QueueMemory {
@@ -235,6 +240,7 @@ export class QueueMemory {
       ctl[MAXSIZE] = maxsizeOrBuffers;
       ctl[ID_THREAD] = threadId;
       ctl[ID_SERIAL] = ++serial;
+      ctl[ID_COPY] = copy;
       ctl[CAPACITY] = FIRST_CAPACITY;
     } else {
       buffers = maxsizeOrBuffers;
@@ -267,11 +273,16 @@ export class QueueMemory {
   /** The identity of the queue whose memory `buffers` are: the same string in every thread. */
   static idOf(buffers: QueueBuffers): string {
     const ctl = new Int32Array(buffers.control);
-    return `${ctl[ID_THREAD] as number}.${ctl[ID_SERIAL] as number}`;
+    return `${ctl[ID_THREAD] as number}.${ctl[ID_SERIAL] as number}.${ctl[ID_COPY] as number}`;
   }
 
   get id(): string {
     return QueueMemory.idOf(this.buffers);
+  }
+
+  /** Where the queue was made: `<thread>.<number>`, for default names. */
+  get birth(): string {
+    return `${this.ctl[ID_THREAD] as number}.${this.ctl[ID_SERIAL] as number}`;
   }
 
   get maxsize(): number {
