@@ -14,6 +14,7 @@ import { poolWorkloads } from './pool.js';
 import { monitorWorkloads } from './monitor.js';
 import { startupWorkloads } from './startup.js';
 import { threadWorkloads } from './threads.js';
+import { threadQueueWorkloads } from './thread-queue.js';
 import { toolkitWorkloads } from './toolkit.js';
 import { renderTable, type Row } from './harness.js';
 import { runPeers } from './peers.js';
@@ -27,6 +28,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['toolkit', toolkitWorkloads],
   ['threads', threadWorkloads],
   ['pool', poolWorkloads],
+  ['queue', threadQueueWorkloads],
   ['startup', startupWorkloads],
   ['executor', executorWorkloads],
   ['io', ioWorkloads],

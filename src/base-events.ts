@@ -151,6 +151,11 @@ export interface Flushable {
 export interface Pollable {
   /** Take what arrived (to the loop's inbox); whether anything did. */
   _poll(): boolean;
+  /**
+   * The loop is about to give libuv a turn (to sleep, or at the end of a time slice): arm
+   * whatever must wake it then; whether something arrived meanwhile (in the loop's inbox).
+   */
+  _beforeYield?(): boolean;
 }
 
 /** @internal Something whose Futures of this loop wait for calls made to another thread (a link). */
@@ -1057,6 +1062,16 @@ export class EventLoop {
     return false;
   }
 
+  /** Tell the pollables the loop gives libuv a turn; whether something arrived meanwhile. */
+  #beforeYield(): boolean {
+    const pollables = this.#pollables;
+    let arrived = false;
+    for (let i = 0; i < pollables.length; i++) {
+      if ((pollables[i] as Pollable)._beforeYield?.() === true) arrived = true;
+    }
+    return arrived && this.#inbox.length > 0;
+  }
+
   /** @internal Register what cancels this loop's calls still in flight to other threads (a link). */
   _addCallsInFlight(source: CallsInFlight): void {
     this.#callsInFlight.add(source);
@@ -1138,6 +1153,7 @@ export class EventLoop {
           if (wait > CLOCK_RESOLUTION) {
             if (scheduled.length > 0 && this._advanceClock(wait)) continue;
             if (this.#spin(wait)) continue;
+            if (this.#beforeYield()) continue;
             this.#sleep(Math.min(wait, MAXIMUM_SELECT_TIMEOUT), started);
             this.#inDrive = false;
             if (beating) heartbeat[0] = 0;
@@ -1145,6 +1161,7 @@ export class EventLoop {
           }
         }
         if ((++iterations & (SLICE_CHECK_EVERY - 1)) === 0 && performance.now() >= sliceEnd) {
+          this.#beforeYield();
           this.#wake();
           this.#inDrive = false;
           if (beating) heartbeat[0] = 0;

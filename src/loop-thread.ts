@@ -21,6 +21,7 @@ import { allTasks, currentTask } from './task.js';
 import { gather } from './tasks.js';
 import { moduleUrlOf, notAFunction, notExported } from './internal/module-ref.js';
 import { INSPECT } from './internal/format.js';
+import { _setThreadGuard, newThreadGuard, stopQueueOperations } from './internal/threads/guard.js';
 import { currentThreadName, forgetThread, heartbeat, rememberThread } from './internal/introspect.js';
 import { loopRecord, makeLinkPorts, proxyOf } from './internal/loop-refs.js';
 import { CROSSES } from './internal/wire.js';
@@ -189,6 +190,8 @@ export class LoopThread implements LoopRef {
   /** The hosted module. */
   readonly moduleUrl: string;
   readonly #worker: Worker;
+  /** The thread's guard of ThreadQueue operations (see terminateSafely). */
+  #guard: SharedArrayBuffer = newThreadGuard();
   readonly #links = new Map<EventLoop, Link>();
   readonly #exports: Set<string>;
   readonly #others: Set<string>;
@@ -280,6 +283,7 @@ export class LoopThread implements LoopRef {
       parent: threadSide,
       exposed: Object.keys(expose),
       starter: { threadId: currentThreadId, name: currentThreadName(), heartbeat },
+      guard: newThreadGuard(),
     };
     const worker = new Worker(HOST_ENTRY, {
       workerData: data,
@@ -332,11 +336,12 @@ export class LoopThread implements LoopRef {
     });
     if (ready === null) {
       firstLink?.close();
-      void worker.terminate();
+      void terminateSafely(worker, data.guard);
       throw failure ?? new RuntimeError(`${peer} could not start`);
     }
     worker.unref();
     thread = new LoopThread(worker, name, url, ready, exited);
+    thread.#guard = data.guard;
     const started = thread;
     startedHere.add(started);
     rememberThread(threadId, name, ready.heartbeat);
@@ -434,7 +439,7 @@ export class LoopThread implements LoopRef {
         this.#worker.ref();
         const timer = setTimeout(() => {
           this.#terminated = true;
-          void this.#worker.terminate();
+          void terminateSafely(this.#worker, this.#guard);
         }, CLOSE_GRACE_MS);
         timer.unref();
         await this.#exited;
@@ -467,7 +472,7 @@ export class LoopThread implements LoopRef {
   /** End the thread at once (Worker.terminate); pending calls fail. */
   terminate(): YieldablePromise<void> {
     this.#terminated = true;
-    return yieldable(this.#worker.terminate().then(() => this.#exited));
+    return yieldable(terminateSafely(this.#worker, this.#guard).then(() => this.#exited));
   }
 
   /** The repr, also in `util.inspect` and console.log (no internals). */
@@ -553,6 +558,15 @@ function deathError(name: string, threadId: number, reason: string, cause: unkno
  * null), worded as the worker's events word it; a link learns these from the dying thread's
  * last message, possibly before those events arrive (or while this thread blocks).
  */
+/**
+ * Terminate `worker` once it is out of any ThreadQueue operation: a thread ended in the middle of
+ * one would leave the queue's lock held (threads/guard.ts).
+ */
+function terminateSafely(worker: Worker, guard: SharedArrayBuffer): Promise<number> {
+  stopQueueOperations(guard);
+  return worker.terminate();
+}
+
 function deathDescriber(name: string, threadId: number): (code: number, uncaught: unknown) => Error {
   return (code, uncaught) =>
     uncaught === null
@@ -639,6 +653,7 @@ export async function _hostLoopThread(): Promise<void> {
   if (control === null) throw new RuntimeError('_hostLoopThread() runs inside a LoopThread worker only');
   _setThreadName(data.name);
   _compiledByStarter(control);
+  _setThreadGuard(data.guard);
   rememberThread(data.starter.threadId, data.starter.name, data.starter.heartbeat);
   hostedHere = data.moduleUrl;
   const loop = newEventLoop();

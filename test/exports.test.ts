@@ -56,6 +56,7 @@ const EXPECTED_EXPORTS = [
   'SystemExit',
   'Task',
   'TaskGroup',
+  'ThreadQueue',
   'Timeout',
   'TimeoutError',
   'TimerHandle',

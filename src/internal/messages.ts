@@ -88,6 +88,8 @@ export interface LoopThreadData {
   exposed: string[];
   /** The starting thread: its id, name and heartbeat, which the thread names when asked for a snapshot from outside. */
   starter: { threadId: number; name: string; heartbeat: Float64Array };
+  /** The thread's guard of ThreadQueue operations: the parent stops them before it terminates the thread (threads/guard.ts). */
+  guard: SharedArrayBuffer;
 }
 
 /** Worker to parent: the module is loaded and the loop runs; `exports` are its callable names. */

@@ -8,12 +8,15 @@
  * side recognises and decodes, rebuilding them (shared references and cycles kept). A value
  * that holds neither crosses as it is, without a copy. An instance of a class that was not
  * registered and has methods would arrive crippled, far from here: it is refused with a
- * TypeError that names the class.
+ * TypeError that names the class. A ThreadQueue crosses as its shared memory and arrives as the
+ * same queue.
  */
 import { classNamed, classOf, anyClassRegistered, copyFields, type ClassEntry } from './classes.js';
 import { bufferOf, bytesOf } from './buffers.js';
 import { decodeError, encodeError, type EncodedError } from './errors.js';
 import { isNativeError } from 'node:util/types';
+// A cycle (thread-queue.ts encodes its items with this module): both only use each other's exports in calls.
+import { ThreadQueue } from '../thread-queue.js';
 
 /** The key of the records the encoding makes; no application data uses it. */
 export const WIRE = '\u0000multiloop';
@@ -128,7 +131,7 @@ function needsEncoding(root: object, what: string): boolean {
       }
     } else if (node instanceof Set) {
       for (const item of node) push(pending, item);
-    } else if (isNativeError(node) || node instanceof Error || Buffer.isBuffer(node) || crosses(node)) {
+    } else if (isNativeError(node) || node instanceof Error || Buffer.isBuffer(node) || crosses(node) || node instanceof ThreadQueue) {
       found = true;
     } else if (anyClassRegistered() && classOf(node) !== undefined) {
       found = true;
@@ -239,6 +242,11 @@ class Encoder {
       this.#made.set(value, record);
       return record;
     }
+    if (value instanceof ThreadQueue) {
+      const record = { [WIRE]: 'threadqueue', queue: value._toWire() };
+      this.#made.set(value, record);
+      return record;
+    }
     const proto = Object.getPrototypeOf(value) as object | null;
     const entry = proto === Object.prototype || proto === null ? undefined : classOf(value);
     if (entry !== undefined) {
@@ -308,6 +316,11 @@ class Decoder {
         const ref = loopDecoder(record);
         this.#made.set(value, ref);
         return ref;
+      }
+      case 'threadqueue': {
+        const queue = ThreadQueue._fromWire(record.queue);
+        this.#made.set(value, queue);
+        return queue;
       }
       default:
         break;

@@ -1,0 +1,563 @@
+/**
+ * The shared memory of a ThreadQueue: a control block of 32-bit words and a growable ring of
+ * item records, the same two SharedArrayBuffers in every thread that holds the queue. No thread
+ * owns them: the queue lives while any thread holds them.
+ *
+ * Two locks (futex words), as in Michael and Scott's two-lock queue: producers append records at
+ * TAIL under PUT_LOCK, consumers remove the record at HEAD under GET_LOCK, so a put and a get run
+ * at once in two threads, each on cache lines of its own side. An item is in the queue exactly
+ * while its record lies between HEAD and TAIL: a get takes the record at HEAD and moves HEAD past
+ * it in one critical section, so an item is got once, and records leave in the order they came,
+ * so one producer's items keep their order. Each side keeps a copy of the other side's index and
+ * reads the real one only when its copy says full (producers) or empty (consumers): a consumer
+ * that finds a run of records takes them without touching the producers' line. Growing the ring
+ * takes both locks.
+ *
+ * Waiting is not done here: PUTS, GETS and DONES count puts, gets and items done, and threads
+ * that wait for one of them to change sleep on it (queue-waiters.ts); a change notifies sleepers
+ * only when the word's WAITING count says some may sleep.
+ *
+ * Dying inside: a thread ended while it holds a lock (`worker.terminate()` stops a thread at
+ * whatever it runs, Atomics calls included) would leave the lock held for good. LoopThreads are
+ * never terminated inside an operation (guard.ts: each operation below runs between
+ * `enterQueueOperation()` and `leaveQueueOperation()`). A thread that waits for a lock more than
+ * a few seconds (a live holder holds it for microseconds) takes its holder for dead, ended some
+ * other way, and marks the queue BROKEN: every operation, in every thread, then fails at once
+ * with an error that says why, instead of hanging.
+ */
+
+import { enterQueueOperation, leaveQueueOperation } from './guard.js';
+
+/*
+ * Control block words, by cache line (16 words), so that producers and consumers write lines of
+ * their own. Positions (TAIL, HEAD) count bytes through the ring and wrap at 2^32 like the
+ * counters; a position's offset in the ring is `position & (CAPACITY - 1)`.
+ */
+/** Producers' line. 0 free, 1 held, 2 held and a thread may sleep in Atomics.wait for it (the holder then notifies). */
+const PUT_LOCK = 0;
+/** Where the next record goes; changed under PUT_LOCK, after the record's bytes are written. */
+const TAIL = 1;
+/** Items put, ever (plus one per shutdown): getters wait on it. Changed under PUT_LOCK. */
+export const PUTS = 2;
+/** Consumers' line: GET_LOCK as PUT_LOCK. */
+const GET_LOCK = 16;
+/** Where the first record is; changed under GET_LOCK. Records lie in [HEAD, TAIL). */
+const HEAD = 17;
+/** Items got, ever (plus one per shutdown, plus the items a shutdown dropped): putters wait on it. Changed under GET_LOCK. */
+export const GETS = 18;
+/**
+ * Items marked done, ever (plus one per shutdown, plus those a shutdown dropped): joiners wait on
+ * it. Changed under GET_LOCK. Invariants: PUTS - GETS items are in the ring; PUTS - DONES are
+ * unfinished (asyncio's `_unfinished_tasks`).
+ */
+export const DONES = 19;
+/** Read-mostly line. 1 once shut down; set under both locks, never back to 0. */
+const SHUTDOWN = 32;
+/** The ring's length in bytes (a power of two), changed with it under both locks: views and copied indexes are remade when it differs from theirs. */
+const CAPACITY = 33;
+/** The bound on PUTS - GETS (0: none), fixed at creation. */
+const MAXSIZE = 34;
+/**
+ * Who made the queue and its number there, and a random number of the copy of this module that
+ * made it (two copies of the library in one thread count their queues apart): its identity.
+ */
+const ID_THREAD = 35;
+const ID_SERIAL = 36;
+const ID_COPY = 38;
+/** 1 once a lock was found held by a thread that is gone (see "Dying inside"); never back to 0. */
+const BROKEN = 37;
+/**
+ * Waiters' line: how many waits are armed on PUTS, GETS and DONES (`WAITING + word`'s place
+ * among them, see `waitingCounter`). A thread that dies while waiting leaves its count behind:
+ * the changes that follow pay for a notify that wakes nobody, nothing worse.
+ */
+const WAITING = 48;
+
+const CTL_WORDS = 64;
+
+/** The WAITING count of the waits on `word` (PUTS, GETS or DONES). */
+export function waitingCounter(word: number): number {
+  return word === PUTS ? WAITING : word === GETS ? WAITING + 1 : WAITING + 2;
+}
+
+/** Kinds of record. Numbers travel in the record itself; the rest as bytes (queue-items.ts). */
+export const K_UNDEFINED = 1;
+export const K_NULL = 2;
+export const K_FALSE = 3;
+export const K_TRUE = 4;
+export const K_NUMBER = 5;
+export const K_STRING = 6;
+export const K_SERIALIZED = 7;
+export const K_PLAIN = 8;
+
+/**
+ * A record is an 8-byte header (kind, payload length) and its payload, padded to 8 bytes; a
+ * header never straddles the ring's end, a payload may (it continues at offset 0).
+ */
+const HEADER = 8;
+const FIRST_CAPACITY = 4096;
+/** The most item bytes a queue holds (address space is reserved for it, memory is not). */
+export const MAX_BYTES = 1 << 30;
+
+/** What a try of the queue's state came to. */
+export const OK = 0;
+export const EMPTY = 1;
+export const FULL = 2;
+export const SHUT = 3;
+/** A get: the record is larger than the buffer given; `needed` says how large. Nothing was taken. */
+export const TOO_SMALL = 4;
+/** A put: the ring cannot grow for it (MAX_BYTES, or no memory: `failure` says why). */
+export const NO_ROOM = 5;
+/** taskDone(): no item is unfinished. */
+export const TOO_MANY = 6;
+/** The other side's lock was held when both were needed: nothing changed, try again. */
+export const BUSY = 7;
+/** The queue is broken (see "Dying inside"): nothing changed. */
+export const BROKEN_QUEUE = 8;
+
+/** Spins on a held lock before sleeping on it (a critical section is some hundred ns). */
+const LOCK_SPINS = 200;
+/** A sleep on a held lock is cut in slices this long, to see whether its holder is gone. */
+const LOCK_SLICE_MS = 100;
+/** A lock held this long has a dead holder (see "Dying inside"). */
+let stuckMs = 5000;
+
+/** @internal Tests: how long a held lock is waited for before the queue is declared broken. */
+export function _setStuckLockMs(ms: number): number {
+  const before = stuckMs;
+  stuckMs = ms;
+  return before;
+}
+
+/** A growable SharedArrayBuffer (ES2024; Node 20 has them, the project's lib is ES2022). */
+interface GrowableBuffer extends SharedArrayBuffer {
+  readonly growable: boolean;
+  readonly maxByteLength: number;
+  grow(byteLength: number): void;
+}
+
+const GrowableBuffer = SharedArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => GrowableBuffer;
+
+/** The two SharedArrayBuffers of a queue, as they cross to another thread. */
+export interface QueueBuffers {
+  readonly control: SharedArrayBuffer;
+  readonly data: SharedArrayBuffer;
+}
+
+/**
+ * Take `lock` (a futex word: 0 free, 1 held, 2 held and a thread may sleep on it): spin, then
+ * sleep on it marked 2, so that its holder wakes a sleeper. False when the queue is broken, or
+ * found broken here: the lock was held longer than a live holder ever holds it.
+ */
+function lock(ctl: Int32Array, word: number): boolean {
+  if (Atomics.compareExchange(ctl, word, 0, 1) === 0) return true;
+  for (let since = 0; ; ) {
+    since = waitForLock(ctl, word, since);
+    if (since < 0) return false;
+    if (Atomics.compareExchange(ctl, word, 0, 2) === 0) return true;
+  }
+}
+
+function unlock(ctl: Int32Array, word: number): void {
+  if (Atomics.sub(ctl, word, 1) !== 1) {
+    Atomics.store(ctl, word, 0);
+    Atomics.notify(ctl, word, 1);
+  }
+}
+
+/**
+ * Wait until the lock at `word` may be free, holding none. `since`: when the waits for it began
+ * (0: they begin now). Returns it, or -1 when the queue is broken (marked here when the lock has
+ * been held too long: its holder is gone).
+ */
+function waitForLock(ctl: Int32Array, word: number, since: number): number {
+  if (Atomics.load(ctl, BROKEN) !== 0) return -1;
+  for (let i = 0; i < LOCK_SPINS; i++) if (Atomics.load(ctl, word) === 0) return since;
+  const now = performance.now();
+  if (since === 0) return now;
+  if (now - since > stuckMs) {
+    breakQueue(ctl);
+    return -1;
+  }
+  if (Atomics.compareExchange(ctl, word, 1, 2) !== 0) Atomics.wait(ctl, word, 2, LOCK_SLICE_MS);
+  return since;
+}
+
+/** Mark the queue broken and wake every waiter of every kind, to fail. */
+function breakQueue(ctl: Int32Array): void {
+  Atomics.store(ctl, BROKEN, 1);
+  for (const word of [PUTS, GETS, DONES]) {
+    Atomics.add(ctl, word, 1);
+    Atomics.notify(ctl, word);
+  }
+}
+
+let serial = 0;
+const copy = (Math.random() * 0x7fffffff) | 0;
+
+/** A ThreadQueue's shared state, seen from one thread. */
+export class QueueMemory {
+  readonly ctl: Int32Array;
+  readonly buffers: QueueBuffers;
+  readonly #data: GrowableBuffer;
+  readonly #maxsize: number;
+  /**
+   * Views of the ring's first `#capacity` bytes, remade (under a lock) when CAPACITY says it
+   * grew. Not length-tracking views: V8 reads and writes those several times slower.
+   */
+  #capacity = 0;
+  #bytes: Uint8Array = new Uint8Array(0);
+  #words: Int32Array = new Int32Array(0);
+  #floats: Float64Array = new Float64Array(0);
+  /**
+   * This thread's copies of the other side's words, never ahead of them: a producer's HEAD and
+   * GETS (it sees less room than there is, and reads the real ones when it runs out), a
+   * consumer's TAIL (it sees fewer records, and reads TAIL when it runs out). Made again when
+   * CAPACITY changes (the ring grew: positions start again from 0).
+   */
+  #head = 0;
+  #gets = 0;
+  #tail = 0;
+
+  /** What the last successful tryGet() took: its kind, its number, the length of its bytes. */
+  kind = 0;
+  num = 0;
+  length = 0;
+  /** After TOO_SMALL: the length of the record's payload. */
+  needed = 0;
+  /** After NO_ROOM: why the ring could not grow (null: it holds MAX_BYTES already). */
+  failure: unknown = null;
+
+  /** A new queue's memory (`maxsize` 0: unbounded), or the memory of one that arrived. */
+  constructor(maxsizeOrBuffers: number | QueueBuffers, threadId = 0) {
+    let buffers: QueueBuffers;
+    if (typeof maxsizeOrBuffers === 'number') {
+      buffers = {
+        control: new SharedArrayBuffer(CTL_WORDS * Int32Array.BYTES_PER_ELEMENT),
+        data: new GrowableBuffer(FIRST_CAPACITY, { maxByteLength: MAX_BYTES }),
+      };
+      const ctl = new Int32Array(buffers.control);
+      ctl[MAXSIZE] = maxsizeOrBuffers;
+      ctl[ID_THREAD] = threadId;
+      ctl[ID_SERIAL] = ++serial;
+      ctl[ID_COPY] = copy;
+      ctl[CAPACITY] = FIRST_CAPACITY;
+    } else {
+      buffers = maxsizeOrBuffers;
+    }
+    this.buffers = buffers;
+    this.ctl = new Int32Array(buffers.control);
+    this.#data = buffers.data as GrowableBuffer;
+    this.#maxsize = this.ctl[MAXSIZE] as number;
+  }
+
+  /** Whether `buffers` (from another thread, maybe hostile) have the shape of a queue's memory. */
+  static isShaped(buffers: unknown): buffers is QueueBuffers {
+    if (typeof buffers !== 'object' || buffers === null) return false;
+    const { control, data } = buffers as Record<string, unknown>;
+    if (
+      !(control instanceof SharedArrayBuffer) ||
+      control.byteLength !== CTL_WORDS * Int32Array.BYTES_PER_ELEMENT ||
+      !(data instanceof SharedArrayBuffer) ||
+      !(data as GrowableBuffer).growable ||
+      (data as GrowableBuffer).maxByteLength !== MAX_BYTES
+    ) {
+      return false;
+    }
+    const ctl = new Int32Array(control);
+    const capacity = Atomics.load(ctl, CAPACITY);
+    // A ring whose length is no power of two, or longer than its buffer, was not made here.
+    return capacity >= FIRST_CAPACITY && (capacity & (capacity - 1)) === 0 && capacity <= data.byteLength && (ctl[MAXSIZE] as number) >= 0;
+  }
+
+  /** The identity of the queue whose memory `buffers` are: the same string in every thread. */
+  static idOf(buffers: QueueBuffers): string {
+    const ctl = new Int32Array(buffers.control);
+    return `${ctl[ID_THREAD] as number}.${ctl[ID_SERIAL] as number}.${ctl[ID_COPY] as number}`;
+  }
+
+  get id(): string {
+    return QueueMemory.idOf(this.buffers);
+  }
+
+  /** Where the queue was made: `<thread>.<number>`, for default names. */
+  get birth(): string {
+    return `${this.ctl[ID_THREAD] as number}.${this.ctl[ID_SERIAL] as number}`;
+  }
+
+  get maxsize(): number {
+    return this.#maxsize;
+  }
+
+  /** Items in the queue now (read without a lock: GETS first, so that it is never below 0). */
+  qsize(): number {
+    const gets = Atomics.load(this.ctl, GETS);
+    const count = (Atomics.load(this.ctl, PUTS) - gets) | 0;
+    return this.#maxsize > 0 && count > this.#maxsize ? this.#maxsize : count;
+  }
+
+  unfinished(): number {
+    const dones = Atomics.load(this.ctl, DONES);
+    return (Atomics.load(this.ctl, PUTS) - dones) | 0;
+  }
+
+  isShutdown(): boolean {
+    return Atomics.load(this.ctl, SHUTDOWN) !== 0;
+  }
+
+  isBroken(): boolean {
+    return Atomics.load(this.ctl, BROKEN) !== 0;
+  }
+
+  full(): boolean {
+    return this.#maxsize > 0 && this.qsize() >= this.#maxsize;
+  }
+
+  /**
+   * Append a record of `kind` holding `num` (K_NUMBER) or the bytes of `payload` (a plain
+   * Uint8Array): OK, SHUT, FULL, NO_ROOM, or BUSY (the ring must grow and a consumer holds
+   * GET_LOCK: try again). On OK getters are woken.
+   */
+  tryPut(kind: number, num: number, payload: Uint8Array | null): number {
+    enterQueueOperation();
+    try {
+      return this.#put(kind, num, payload);
+    } finally {
+      leaveQueueOperation();
+    }
+  }
+
+  #put(kind: number, num: number, payload: Uint8Array | null): number {
+    const ctl = this.ctl;
+    if (Atomics.load(ctl, BROKEN) !== 0) return BROKEN_QUEUE;
+    const length = kind === K_NUMBER ? 8 : payload === null ? 0 : payload.length;
+    const size = HEADER + ((length + 7) & ~7);
+    if (!lock(ctl, PUT_LOCK)) return BROKEN_QUEUE;
+    let status = OK;
+    let capacity = ctl[CAPACITY] as number;
+    if (capacity !== this.#capacity) {
+      this.#capacity = capacity;
+      this.#bytes = new Uint8Array(this.#data, 0, capacity);
+      this.#words = new Int32Array(this.#data, 0, capacity >> 2);
+      this.#floats = new Float64Array(this.#data, 0, capacity >> 3);
+      this.#head = Atomics.load(ctl, HEAD);
+      this.#gets = Atomics.load(ctl, GETS);
+      this.#tail = Atomics.load(ctl, TAIL);
+    }
+    let tail = ctl[TAIL] as number;
+    const puts = ctl[PUTS] as number;
+    if (ctl[SHUTDOWN] !== 0) {
+      status = SHUT;
+    } else if (this.#maxsize > 0 && ((puts - this.#gets) | 0) >= this.#maxsize && ((puts - (this.#gets = Atomics.load(ctl, GETS))) | 0) >= this.#maxsize) {
+      status = FULL;
+    } else if (((tail - this.#head) | 0) + size > capacity && ((tail - (this.#head = Atomics.load(ctl, HEAD))) | 0) + size > capacity) {
+      // The ring must grow, which moves the consumers' records: take their lock too, if free.
+      if (Atomics.compareExchange(ctl, GET_LOCK, 0, 1) !== 0) {
+        status = BUSY;
+      } else {
+        const head = ctl[HEAD] as number;
+        const used = (tail - head) | 0;
+        let wanted = capacity * 2;
+        if (wanted < (used + size) * 2) wanted = 2 ** Math.ceil(Math.log2((used + size) * 2));
+        if (wanted > MAX_BYTES) wanted = MAX_BYTES;
+        if (used + size > wanted) {
+          status = NO_ROOM;
+          this.failure = null;
+        } else {
+          try {
+            this.#data.grow(wanted);
+          } catch (error) {
+            status = NO_ROOM;
+            this.failure = error;
+          }
+        }
+        if (status === OK) {
+          // Lay the records out again from offset 0 of the larger ring: a wrapped run's second
+          // part first goes after the first part (the ring at least doubled, so there is room).
+          const bytes = new Uint8Array(this.#data, 0, wanted);
+          const from = head & (capacity - 1);
+          const to = tail & (capacity - 1);
+          if (used > 0 && to <= from) bytes.copyWithin(capacity, 0, to);
+          bytes.copyWithin(0, from, from + used);
+          capacity = wanted;
+          this.#capacity = wanted;
+          this.#bytes = bytes;
+          this.#words = new Int32Array(this.#data, 0, wanted >> 2);
+          this.#floats = new Float64Array(this.#data, 0, wanted >> 3);
+          tail = used;
+          this.#head = 0;
+          this.#gets = ctl[GETS] as number;
+          this.#tail = used;
+          ctl[HEAD] = 0;
+          Atomics.store(ctl, TAIL, used);
+          Atomics.store(ctl, CAPACITY, wanted);
+        }
+        unlock(ctl, GET_LOCK);
+      }
+    }
+    if (status === OK) {
+      const at = tail & (capacity - 1);
+      this.#words[at >> 2] = kind;
+      this.#words[(at >> 2) + 1] = length;
+      if (kind === K_NUMBER) {
+        this.#floats[(at >> 3) + 1] = num;
+      } else if (length > 0 && payload !== null) {
+        const start = (at + HEADER) & (capacity - 1);
+        const first = capacity - start;
+        if (first >= length) {
+          this.#bytes.set(payload, start);
+        } else {
+          this.#bytes.set(new Uint8Array(payload.buffer, payload.byteOffset, first), start);
+          this.#bytes.set(new Uint8Array(payload.buffer, payload.byteOffset + first, length - first), 0);
+        }
+      }
+      // The record's bytes are written before TAIL passes it: a consumer reads TAIL first.
+      Atomics.store(ctl, TAIL, tail + size);
+      Atomics.store(ctl, PUTS, puts + 1);
+    }
+    unlock(ctl, PUT_LOCK);
+    if (status === OK && Atomics.load(ctl, WAITING) > 0) Atomics.notify(ctl, PUTS);
+    return status;
+  }
+
+  /**
+   * Remove the first record, its bytes copied into `into`: OK (then `kind`, `num` and `length`
+   * say what it was), EMPTY, SHUT (shut down and empty), or TOO_SMALL (nothing taken).
+   */
+  tryGet(into: Uint8Array): number {
+    enterQueueOperation();
+    try {
+      return this.#get(into);
+    } finally {
+      leaveQueueOperation();
+    }
+  }
+
+  #get(into: Uint8Array): number {
+    const ctl = this.ctl;
+    if (Atomics.load(ctl, BROKEN) !== 0) return BROKEN_QUEUE;
+    if (!lock(ctl, GET_LOCK)) return BROKEN_QUEUE;
+    let status = OK;
+    const capacity = ctl[CAPACITY] as number;
+    if (capacity !== this.#capacity) {
+      this.#capacity = capacity;
+      this.#bytes = new Uint8Array(this.#data, 0, capacity);
+      this.#words = new Int32Array(this.#data, 0, capacity >> 2);
+      this.#floats = new Float64Array(this.#data, 0, capacity >> 3);
+      this.#head = Atomics.load(ctl, HEAD);
+      this.#gets = Atomics.load(ctl, GETS);
+      this.#tail = Atomics.load(ctl, TAIL);
+    }
+    const head = ctl[HEAD] as number;
+    if (((this.#tail - head) | 0) <= 0 && (((this.#tail = Atomics.load(ctl, TAIL)) - head) | 0) <= 0) {
+      status = ctl[SHUTDOWN] !== 0 ? SHUT : EMPTY;
+    } else {
+      const at = head & (capacity - 1);
+      const kind = this.#words[at >> 2] as number;
+      const length = this.#words[(at >> 2) + 1] as number;
+      if (length > into.length) {
+        status = TOO_SMALL;
+        this.needed = length;
+      } else {
+        if (kind === K_NUMBER) {
+          this.num = this.#floats[(at >> 3) + 1] as number;
+        } else if (length > 0) {
+          const start = (at + HEADER) & (capacity - 1);
+          const first = capacity - start;
+          if (first >= length) {
+            into.set(new Uint8Array(this.#data, start, length));
+          } else {
+            into.set(new Uint8Array(this.#data, start, first));
+            into.set(new Uint8Array(this.#data, 0, length - first), first);
+          }
+        }
+        this.kind = kind;
+        this.length = length;
+        Atomics.store(ctl, HEAD, head + HEADER + ((length + 7) & ~7));
+        Atomics.store(ctl, GETS, (ctl[GETS] as number) + 1);
+      }
+    }
+    unlock(ctl, GET_LOCK);
+    if (status === OK && Atomics.load(ctl, WAITING + 1) > 0) Atomics.notify(ctl, GETS);
+    return status;
+  }
+
+  /** Mark one item done: OK, TOO_MANY when none is unfinished, or BROKEN_QUEUE. Joiners wake when none is left. */
+  taskDone(): number {
+    enterQueueOperation();
+    try {
+      return this.#taskDone();
+    } finally {
+      leaveQueueOperation();
+    }
+  }
+
+  #taskDone(): number {
+    const ctl = this.ctl;
+    if (Atomics.load(ctl, BROKEN) !== 0) return BROKEN_QUEUE;
+    if (!lock(ctl, GET_LOCK)) return BROKEN_QUEUE;
+    const dones = ctl[DONES] as number;
+    const unfinished = (Atomics.load(ctl, PUTS) - dones) | 0;
+    if (unfinished > 0) Atomics.store(ctl, DONES, dones + 1);
+    unlock(ctl, GET_LOCK);
+    if (unfinished === 1 && Atomics.load(ctl, WAITING + 2) > 0) Atomics.notify(ctl, DONES);
+    return unfinished > 0 ? OK : TOO_MANY;
+  }
+
+  /**
+   * Shut the queue down (asyncio 3.13): with `immediate`, drop the records left, each counting
+   * as done. PUTS, GETS and DONES each move on by one more (their differences stay), so that
+   * every waiter of every kind wakes to look again; BUSY when GET_LOCK was held (nothing changed).
+   */
+  tryShutdown(immediate: boolean): number {
+    enterQueueOperation();
+    try {
+      return this.#shutdown(immediate);
+    } finally {
+      leaveQueueOperation();
+    }
+  }
+
+  #shutdown(immediate: boolean): number {
+    const ctl = this.ctl;
+    if (Atomics.load(ctl, BROKEN) !== 0) return BROKEN_QUEUE;
+    if (!lock(ctl, PUT_LOCK)) return BROKEN_QUEUE;
+    let status = BUSY;
+    if (Atomics.compareExchange(ctl, GET_LOCK, 0, 1) === 0) {
+      status = OK;
+      Atomics.store(ctl, SHUTDOWN, 1);
+      const puts = ctl[PUTS] as number;
+      const gets = ctl[GETS] as number;
+      const dones = ctl[DONES] as number;
+      if (immediate) {
+        const count = (puts - gets) | 0;
+        const unfinished = (puts - dones) | 0;
+        Atomics.store(ctl, HEAD, ctl[TAIL] as number);
+        Atomics.store(ctl, GETS, puts + 1);
+        Atomics.store(ctl, DONES, (unfinished > count ? dones + count : puts) + 1);
+      } else {
+        Atomics.store(ctl, GETS, gets + 1);
+        Atomics.store(ctl, DONES, dones + 1);
+      }
+      Atomics.store(ctl, PUTS, puts + 1);
+      unlock(ctl, GET_LOCK);
+    }
+    unlock(ctl, PUT_LOCK);
+    if (status === OK) {
+      if (Atomics.load(ctl, WAITING) > 0) Atomics.notify(ctl, PUTS);
+      if (Atomics.load(ctl, WAITING + 1) > 0) Atomics.notify(ctl, GETS);
+      if (Atomics.load(ctl, WAITING + 2) > 0) Atomics.notify(ctl, DONES);
+    }
+    return status;
+  }
+
+  /**
+   * After BUSY, holding no lock: wait until GET_LOCK may be free. `since`: when the waits began
+   * (0 at first); returns it for the next wait (the next try returns BROKEN_QUEUE when the lock's
+   * holder was found gone).
+   */
+  waitForGetLock(since: number): number {
+    const waited = waitForLock(this.ctl, GET_LOCK, since);
+    return waited < 0 ? since : waited;
+  }
+}

@@ -1,0 +1,256 @@
+/**
+ * Waiting, in one thread, for a change of a ThreadQueue's shared state: an item put (PUTS), an
+ * item got (GETS), an item done (DONES); a shutdown changes all three. Every way of waiting follows one protocol:
+ * read the sequence word, look at the queue, and if there is nothing to take, sleep until the
+ * word differs from what was read (a change in between is never missed: the word differs
+ * already). What sleeps:
+ * - a thread outside any loop (`getSync`/`putSync`): `Atomics.wait` on the word, blocking it;
+ * - tasks of a loop and `for await` code: a WordWatch, one per queue and word in the thread. It
+ *   keeps the thread's waiters in order and arms one `Atomics.waitAsync` for all of them. A loop
+ *   with a task waiting polls the word while it spins before sleeping, as it polls its links
+ *   (base-events.ts `#spin`), takes a change through its inbox like a link's batch, and arms the
+ *   waitAsync only as it gives libuv a turn: a consumer that keeps up costs its producers no
+ *   notify.
+ * On a change the watch wakes its first waiter (every waiter when the queue was shut down, or
+ * for DONES); a woken getter that took an item wakes the next one while items are left, and one
+ * that found nothing waits again in its place at the front.
+ */
+import type { EventLoop, InboxReceiver, Pollable } from '../../base-events.js';
+import { Future } from '../../futures.js';
+import { Deque } from '../deque.js';
+import { removeWaiter } from '../waiters.js';
+import { waitingCounter } from './queue-memory.js';
+
+/** A `for await` waiting outside any loop's futures: a Promise to resolve. */
+export class PromiseWaiter {
+  #resolve: () => void;
+  #done = false;
+
+  constructor(resolve: () => void) {
+    this.#resolve = resolve;
+  }
+
+  done(): boolean {
+    return this.#done;
+  }
+
+  setResult(_value?: undefined): void {
+    this.#done = true;
+    this.#resolve();
+  }
+}
+
+type Waiter = Future<void> | PromiseWaiter;
+
+/** Atomics.waitAsync (ES2024; Node 20 has it, the project's lib is ES2022). */
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(array: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> };
+  }
+).waitAsync;
+
+const NOTHING: unknown[] = [];
+
+/**
+ * Promise waiters in this thread: while there are some, a timer keeps the thread alive (a pending
+ * `Atomics.waitAsync` does not), as a running loop does for its tasks.
+ */
+let promiseWaiters = 0;
+let keepAlive: NodeJS.Timeout | null = null;
+
+function holdThread(delta: number): void {
+  promiseWaiters += delta;
+  if (promiseWaiters > 0 && keepAlive === null) keepAlive = setInterval(() => undefined, 1 << 30);
+  else if (promiseWaiters === 0 && keepAlive !== null) {
+    clearInterval(keepAlive);
+    keepAlive = null;
+  }
+}
+
+/**
+ * Block this thread until `ctl[word]` differs from `seen` or `ms` milliseconds passed (Infinity:
+ * no limit), counted among the word's waiters meanwhile.
+ */
+export function sleepOn(ctl: Int32Array, word: number, seen: number, ms: number): void {
+  const counter = waitingCounter(word);
+  Atomics.add(ctl, counter, 1);
+  try {
+    Atomics.wait(ctl, word, seen, ms);
+  } finally {
+    Atomics.sub(ctl, counter, 1);
+  }
+}
+
+/** The waiters of one thread for changes of one sequence word of a queue (see the module's comment). */
+export class WordWatch implements Pollable, InboxReceiver {
+  readonly #ctl: Int32Array;
+  readonly #word: number;
+  readonly #counter: number;
+  /** Whom a change wakes: 0 nobody (nothing to take), 1 the first waiter, 2 every waiter. */
+  readonly #readiness: () => number;
+  /**
+   * In order; woken ones are taken off. Invariant: while it holds a waiter not done, a
+   * waitAsync of this watch is pending on the word (`#armed`, counted in the word's WAITING
+   * count) or on its way to be looked at (`#onNotified` queued), or a running loop polls this
+   * watch and arms it before it gives libuv a turn (`_beforeYield`).
+   */
+  readonly #waiters = new Deque<Waiter>(4);
+  /** How many of them are PromiseWaiters (no loop arms the watch for them: it is armed at once). */
+  #promises = 0;
+  #armed = false;
+  /** Which arming the pending waitAsync is: one disarmed meanwhile (its change seen by a poll) is stale. */
+  #arming = 0;
+  /** The word as it was when a waiter last found nothing to take: a change is any other value. */
+  #seen = 0;
+  /** The loop that polls this watch while one of its futures waits here. */
+  #loop: EventLoop | null = null;
+
+  constructor(ctl: Int32Array, word: number, readiness: () => number) {
+    this.#ctl = ctl;
+    this.#word = word;
+    this.#counter = waitingCounter(word);
+    this.#readiness = readiness;
+  }
+
+  /** The word now: read it before looking at the queue, and give it to `add` when there was nothing. */
+  observe(): number {
+    return Atomics.load(this.#ctl, this.#word);
+  }
+
+  /** How many wait here (woken ones excepted). */
+  get length(): number {
+    return this.#waiters.length;
+  }
+
+  /**
+   * Wait for the word to differ from `seen`: `waiter` is woken (its result set) by a change.
+   * `again`: a woken waiter that found nothing waits in its place at the front.
+   */
+  add(waiter: Waiter, seen: number, again: boolean): void {
+    if (again) this.#waiters.unshift(waiter);
+    else this.#waiters.push(waiter);
+    this.#seen = seen;
+    if (waiter instanceof Future) {
+      // Its loop polls the word while it spins and arms the watch only as it yields: while
+      // changes are caught by polls, producers never pay for a notify.
+      this.#pollFrom(waiter.getLoop());
+    } else {
+      this.#promises++;
+      holdThread(1);
+      this.#arm();
+    }
+  }
+
+  /** Take `waiter` off (it was cancelled); whether it was still waiting. */
+  remove(waiter: Waiter): boolean {
+    const removed = removeWaiter(this.#waiters, waiter);
+    if (waiter instanceof PromiseWaiter && removed) this.#forgetPromise();
+    if (this.#waiters.length === 0) this.#stopPolling();
+    return removed;
+  }
+
+  /** Wake the first waiter not done yet (asyncio's `_wakeup_next`). */
+  wakeNext(): void {
+    const waiters = this.#waiters;
+    while (waiters.length > 0) {
+      const waiter = waiters.shift() as Waiter;
+      if (waiter instanceof PromiseWaiter) this.#forgetPromise();
+      if (!waiter.done()) {
+        waiter.setResult(undefined);
+        break;
+      }
+    }
+    if (waiters.length === 0) this.#stopPolling();
+  }
+
+  /** This thread changed the queue: wake its waiters as a change seen from another thread would, at once. */
+  changedHere(): void {
+    if (this.#waiters.length > 0) this.#changed();
+  }
+
+  /** The word changed: wake whom the queue's state calls for, and keep watching for the rest. */
+  #changed(): void {
+    // Read before the state: a change after this read makes the next wait return at once.
+    this.#seen = Atomics.load(this.#ctl, this.#word);
+    const ready = this.#readiness();
+    if (ready === 2) while (this.#waiters.length > 0) this.wakeNext();
+    else if (ready === 1) this.wakeNext();
+    if (this.#promises > 0 || (this.#waiters.length > 0 && this.#loop === null)) this.#arm();
+  }
+
+  #arm(): void {
+    if (this.#armed) return;
+    this.#armed = true;
+    const arming = ++this.#arming;
+    Atomics.add(this.#ctl, this.#counter, 1);
+    const wait = waitAsync(this.#ctl, this.#word, this.#seen);
+    if (wait.async) void wait.value.then(() => this.#onNotified(arming));
+    else queueMicrotask(() => this.#onNotified(arming));
+  }
+
+  /** A change was seen without the pending waitAsync: producers need not notify it any longer. */
+  #disarm(): void {
+    if (!this.#armed) return;
+    this.#armed = false;
+    Atomics.sub(this.#ctl, this.#counter, 1);
+  }
+
+  /** The waitAsync of `arming` ended (notified, or the word had changed already). */
+  #onNotified(arming: number): void {
+    if (arming !== this.#arming || !this.#armed) return;
+    this.#disarm();
+    const loop = this.#loop;
+    // In the loop's iteration, where its polls deliver changes too.
+    if (loop !== null && loop.isRunning()) loop._deliver(this, NOTHING);
+    else if (this.#waiters.length > 0) this.#changed();
+  }
+
+  /** @internal The loop spins before it sleeps: whether the word changed (then the change is in its inbox). */
+  _poll(): boolean {
+    const now = Atomics.load(this.#ctl, this.#word);
+    if (now === this.#seen || this.#loop === null) return false;
+    this.#seen = now;
+    this.#loop._deliver(this, NOTHING);
+    return true;
+  }
+
+  /**
+   * @internal The loop is about to give libuv a turn (to sleep, or at the end of its time slice):
+   * arm the watch, so that a change wakes it; or, when the word changed already, put the change
+   * in the loop's inbox and say so.
+   */
+  _beforeYield(): boolean {
+    if (this.#waiters.length === 0 || this.#loop === null) return false;
+    if (this._poll()) return true;
+    this.#arm();
+    return false;
+  }
+
+  /** @internal A change taken from the loop's inbox. */
+  _dispatch(): void {
+    this.#disarm();
+    if (this.#waiters.length > 0) this.#changed();
+    else this.#stopPolling();
+  }
+
+  /** @internal Nothing to take: changes come whole. */
+  _dispatchCalls(): void {}
+
+  #forgetPromise(): void {
+    this.#promises--;
+    holdThread(-1);
+  }
+
+  #pollFrom(loop: EventLoop): void {
+    if (this.#loop === loop) return;
+    this.#loop?._removePollable(this);
+    this.#loop = loop;
+    loop._addPollable(this);
+  }
+
+  #stopPolling(): void {
+    if (this.#loop === null) return;
+    this.#loop._removePollable(this);
+    this.#loop = null;
+  }
+}

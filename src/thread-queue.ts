@@ -1,0 +1,583 @@
+/**
+ * A queue every thread can use (asyncio.Queue across threads): ThreadQueue.
+ *
+ * Its state lives in shared memory (internal/threads/queue-memory.ts), not in any thread: each
+ * thread that holds the queue takes and adds items there itself, under one lock, so an item is
+ * got exactly once however many threads get, and a thread that ends takes nothing with it but
+ * the items it already got. Waiting goes through internal/threads/queue-waiters.ts.
+ */
+import { threadId } from 'node:worker_threads';
+import type { Coroutine } from './coroutines.js';
+import { QueueEmpty, QueueFull, QueueShutDown, RuntimeError, TimeoutError } from './exceptions.js';
+import type { Future } from './futures.js';
+import { INSPECT, repr } from './internal/format.js';
+import { _getRunningLoop } from './internal/running.js';
+import { decodeItem, detachMoved, encodeItem, encoded, readBuffer, remarkMoved } from './internal/threads/queue-items.js';
+import {
+  BROKEN_QUEUE,
+  BUSY,
+  DONES,
+  EMPTY,
+  FULL,
+  GETS,
+  NO_ROOM,
+  OK,
+  PUTS,
+  QueueMemory,
+  SHUT,
+  TOO_MANY,
+  type QueueBuffers,
+} from './internal/threads/queue-memory.js';
+import { PromiseWaiter, WordWatch, sleepOn } from './internal/threads/queue-waiters.js';
+
+/**
+ * Options of `new ThreadQueue()`.
+ *
+ * @example
+ * ```ts
+ * const options: ThreadQueueOptions = { maxsize: 100, name: 'jobs' };
+ * ```
+ */
+export interface ThreadQueueOptions {
+  /** At most this many items wait in the queue (0 or left out: no bound). */
+  maxsize?: number;
+  /** A name for reprs and error messages (default `ThreadQueue-<thread>.<n>`). */
+  name?: string;
+}
+
+/** What a ThreadQueue is as it crosses to another thread (wire.ts). */
+interface Handle {
+  readonly buffers: QueueBuffers;
+  readonly name: string;
+}
+
+/** No item was there. */
+const NONE = Symbol('none');
+
+/** The ThreadQueue objects of this thread by queue: a queue that arrives again is the same object. */
+const held = new Map<string, WeakRef<ThreadQueue<unknown>>>();
+const forget = new FinalizationRegistry<string>((id) => {
+  if (held.get(id)?.deref() === undefined) held.delete(id);
+});
+
+/** The handle the next construction attaches to (see `_fromWire`), instead of making a new queue. */
+let arriving: Handle | null = null;
+
+/** Wake one getter while items are left, every getter once shut down (or broken). */
+function getterReadiness(memory: QueueMemory): number {
+  if (memory.isShutdown() || memory.isBroken()) return 2;
+  return memory.qsize() > 0 ? 1 : 0;
+}
+
+function putterReadiness(memory: QueueMemory): number {
+  if (memory.isShutdown() || memory.isBroken()) return 2;
+  return memory.full() ? 0 : 1;
+}
+
+function joinerReadiness(memory: QueueMemory): number {
+  return memory.unfinished() === 0 || memory.isBroken() ? 2 : 0;
+}
+
+/** Milliseconds of a `timeout` in seconds (undefined or null: no limit). */
+function timeoutMs(timeout: unknown): number {
+  if (timeout === undefined || timeout === null) return Infinity;
+  if (typeof timeout !== 'number') throw new TypeError(`timeout must be a number of seconds or null, got ${repr(timeout)}`);
+  if (!(timeout >= 0)) throw new RangeError(`timeout must be a non-negative number of seconds, got ${repr(timeout)}`);
+  return timeout * 1000;
+}
+
+function runningLoopFuture(): Future<void> {
+  const loop = _getRunningLoop();
+  if (loop === null) throw new RuntimeError('no running event loop (outside a loop, use getSync()/putSync() or for await)');
+  return loop.createFuture<void>();
+}
+
+/**
+ * Pass items between loops in any threads, first in first out (asyncio.Queue across threads).
+ *
+ * asyncio.Queue's API: `put()` waits (the task, never the thread) while the queue is full,
+ * `get()` while it is empty; `putNowait()`/`getNowait()` throw QueueFull/QueueEmpty instead;
+ * `taskDone()`/`join()` count items processed in any thread; `shutdown(immediate)` as in Python
+ * 3.13. Code outside any loop blocks its thread with `putSync()`/`getSync(timeout)`, and async
+ * code reads with `for await`. `using` shuts it down.
+ *
+ * A ThreadQueue passed to another thread (an argument or result of `lt.call`, a pool job's
+ * argument) is the same queue there. Every item put is got exactly once, by one getter in one
+ * thread; one producer's items arrive in the order it put them. Items cross as call arguments
+ * do (structured clone, registered classes, Buffers, `move()`d buffers), copied through shared
+ * memory: an item that cannot cross fails its put with a TypeError naming it, and the queue is
+ * unchanged. Items holding a SharedArrayBuffer, a MessagePort or another ThreadQueue cannot cross
+ * this way (pass those as call arguments).
+ *
+ * The queue belongs to no thread: it lives while any thread holds it, and the thread that made it
+ * may end while the others go on using it. A thread that ends while it waits in `get()` or
+ * `put()` takes no item and no slot with it; items it had got are its own. `lt.terminate()` waits
+ * for its thread to be out of any queue operation. A thread ended in the middle of one by other
+ * means (a pool thread of `abortRunning`, a heap limit) can leave the queue's lock held: seconds
+ * later the queue is broken, and every operation and waiter, in every thread, fails with a
+ * RuntimeError that says so (never a hang).
+ *
+ * @example
+ * ```ts
+ * const jobs = new ThreadQueue<number>({ maxsize: 100, name: 'jobs' });
+ * const worker = yield* LoopThread.start(new URL('./worker.js', import.meta.url));
+ * const done = worker.call('consume', jobs); // worker.js: for (;;) { const n = yield* jobs.get(); ...; jobs.taskDone(); }
+ * for (let n = 0; n < 1000; n++) yield* jobs.put(n);
+ * yield* jobs.join();
+ * jobs.shutdown();
+ * yield* done;
+ * ```
+ */
+export class ThreadQueue<T = unknown> {
+  readonly #memory: QueueMemory;
+  readonly #name: string;
+  /** How errors name the queue: "ThreadQueue 'jobs'". */
+  readonly #where: string;
+  readonly #getters: WordWatch;
+  readonly #putters: WordWatch;
+  readonly #joiners: WordWatch;
+
+  /** A new queue holding at most `options.maxsize` items (0 or left out: no bound). */
+  constructor(options?: ThreadQueueOptions) {
+    const handle = arriving;
+    arriving = null;
+    let memory: QueueMemory;
+    let name: string;
+    if (handle !== null) {
+      memory = new QueueMemory(handle.buffers);
+      name = handle.name;
+    } else {
+      const { maxsize, name: given } = checkOptions(options);
+      memory = new QueueMemory(maxsize, threadId);
+      name = given ?? `ThreadQueue-${memory.birth}`;
+    }
+    this.#memory = memory;
+    this.#name = name;
+    this.#where = `ThreadQueue ${repr(name)}`;
+    this.#getters = new WordWatch(memory.ctl, PUTS, () => getterReadiness(memory));
+    this.#putters = new WordWatch(memory.ctl, GETS, () => putterReadiness(memory));
+    this.#joiners = new WordWatch(memory.ctl, DONES, () => joinerReadiness(memory));
+    held.set(memory.id, new WeakRef(this as ThreadQueue<unknown>));
+    forget.register(this, memory.id);
+  }
+
+  /** The bound given at construction (0: none). */
+  get maxsize(): number {
+    return this.#memory.maxsize;
+  }
+
+  /** The name given at construction, the same in every thread. */
+  get name(): string {
+    return this.#name;
+  }
+
+  /** The number of items in the queue now, in all threads (qsize). */
+  qsize(): number {
+    return this.#memory.qsize();
+  }
+
+  /** Whether the queue has no items now (empty). */
+  empty(): boolean {
+    return this.#memory.qsize() === 0;
+  }
+
+  /** Whether the queue holds `maxsize` items now; never when unbounded (full). */
+  full(): boolean {
+    return this.#memory.full();
+  }
+
+  /**
+   * Put an item, waiting (the task, not the thread) while the queue is full; QueueShutDown once
+   * shut down; a TypeError naming what cannot cross in the item (put).
+   *
+   * @example
+   * ```ts
+   * yield* jobs.put({ id: 7, payload: Buffer.from('...') });
+   * ```
+   */
+  *put(item: T): Coroutine<void> {
+    encodeItem(item, this.#where);
+    const { kind, num, moved } = encoded;
+    let payload = encoded.payload;
+    let again = false;
+    let seen: number | null = null;
+    for (;;) {
+      const status = this.#tryPut(kind, num, payload);
+      if (status === OK) {
+        this.#afterPut(moved);
+        return;
+      }
+      this.#refuse(status, moved, true);
+      // Full. The word is read before one more look (never on the way of a put that fits: it is
+      // the consumers' cache line), so that a get in between wakes this put.
+      if (seen === null) {
+        seen = this.#putters.observe();
+        continue;
+      }
+      // The encoded bytes must outlive the scratch buffer the next item is encoded in.
+      if (!again && payload !== null) payload = payload.slice();
+      const putter = runningLoopFuture();
+      this.#putters.add(putter, seen, again);
+      seen = null;
+      try {
+        yield* putter;
+      } catch (error) {
+        putter.cancel();
+        this.#putters.remove(putter);
+        // Woken for a free slot we will not fill: pass the wake-up on.
+        if (!putter.cancelled() && !this.#memory.full()) this.#putters.wakeNext();
+        if (moved !== null) remarkMoved(moved);
+        throw error;
+      }
+      again = true;
+    }
+  }
+
+  /** Put an item without waiting; QueueFull when full, QueueShutDown once shut down (put_nowait). */
+  putNowait(item: T): void {
+    encodeItem(item, this.#where);
+    const { kind, num, payload, moved } = encoded;
+    const status = this.#tryPut(kind, num, payload);
+    if (status === OK) this.#afterPut(moved);
+    else this.#refuse(status, moved, false);
+  }
+
+  /**
+   * Put an item, blocking this thread while the queue is full, for code that runs outside any
+   * loop (a plain worker); TimeoutError past `timeout` seconds (undefined or null: no limit).
+   *
+   * @example
+   * ```ts
+   * results.putSync(answer, 5);
+   * ```
+   */
+  putSync(item: T, timeout?: number | null): void {
+    const ms = timeoutMs(timeout);
+    encodeItem(item, this.#where);
+    const { kind, num, payload, moved } = encoded;
+    const deadline = performance.now() + ms;
+    let seen: number | null = null;
+    for (;;) {
+      const status = this.#tryPut(kind, num, payload);
+      if (status === OK) {
+        this.#afterPut(moved);
+        return;
+      }
+      this.#refuse(status, moved, true);
+      // Full: read the word, then look once more (as put does).
+      if (seen === null) {
+        seen = this.#putters.observe();
+        continue;
+      }
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) {
+        if (moved !== null) remarkMoved(moved);
+        throw new TimeoutError(`no free slot in ${this.#where} within ${repr(timeout)} seconds`);
+      }
+      sleepOn(this.#memory.ctl, GETS, seen, remaining);
+      seen = null;
+    }
+  }
+
+  /**
+   * Remove and return the first item, waiting (the task, not the thread) while the queue is
+   * empty; QueueShutDown once shut down and empty (get).
+   *
+   * @example
+   * ```ts
+   * const job = yield* jobs.get();
+   * ```
+   */
+  *get(): Coroutine<T> {
+    let again = false;
+    let seen: number | null = null;
+    for (;;) {
+      const item = this.#take();
+      if (item !== NONE) return item;
+      // Empty. The word is read before one more look (never on the way of a get that finds an
+      // item: it is the producers' cache line), so that a put in between wakes this get.
+      if (seen === null) {
+        seen = this.#getters.observe();
+        continue;
+      }
+      const getter = runningLoopFuture();
+      this.#getters.add(getter, seen, again);
+      seen = null;
+      try {
+        yield* getter;
+      } catch (error) {
+        getter.cancel();
+        this.#getters.remove(getter);
+        // Woken for an item we will not take: pass the wake-up on.
+        if (!getter.cancelled() && this.#memory.qsize() > 0) this.#getters.wakeNext();
+        throw error;
+      }
+      again = true;
+    }
+  }
+
+  /** Remove and return the first item without waiting; QueueEmpty when empty, QueueShutDown once shut down and empty (get_nowait). */
+  getNowait(): T {
+    const item = this.#take();
+    if (item === NONE) throw new QueueEmpty();
+    return item;
+  }
+
+  /**
+   * Remove and return the first item, blocking this thread while the queue is empty, for code
+   * that runs outside any loop (a plain worker); TimeoutError past `timeout` seconds (undefined
+   * or null: no limit), QueueShutDown once shut down and empty.
+   *
+   * @example
+   * ```ts
+   * for (;;) {
+   *   const job = jobs.getSync(); // QueueShutDown ends the loop
+   *   results.putSync(work(job));
+   *   jobs.taskDone();
+   * }
+   * ```
+   */
+  getSync(timeout?: number | null): T {
+    const ms = timeoutMs(timeout);
+    const deadline = performance.now() + ms;
+    let seen: number | null = null;
+    for (;;) {
+      const item = this.#take();
+      if (item !== NONE) return item;
+      // Empty: read the word, then look once more (as get does).
+      if (seen === null) {
+        seen = this.#getters.observe();
+        continue;
+      }
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) throw new TimeoutError(`no item in ${this.#where} within ${repr(timeout)} seconds`);
+      sleepOn(this.#memory.ctl, PUTS, seen, remaining);
+      seen = null;
+    }
+  }
+
+  /**
+   * Mark one item got earlier, in any thread, as processed; RangeError('task_done() called too
+   * many times') when none is unfinished (task_done).
+   *
+   * @example
+   * ```ts
+   * const job = yield* jobs.get();
+   * try { yield* handle(job); } finally { jobs.taskDone(); }
+   * ```
+   */
+  taskDone(): void {
+    const status = this.#memory.taskDone();
+    if (status === TOO_MANY) throw new RangeError('task_done() called too many times');
+    if (status === BROKEN_QUEUE) throw this.#broken();
+    this.#joiners.changedHere();
+  }
+
+  /**
+   * Wait until every item put, in any thread, has been marked done with `taskDone()` in any
+   * thread (join).
+   *
+   * @example
+   * ```ts
+   * for (const job of batch) yield* jobs.put(job);
+   * yield* jobs.join(); // all processed, wherever
+   * ```
+   */
+  *join(): Coroutine<void> {
+    let again = false;
+    for (;;) {
+      const seen = this.#joiners.observe();
+      if (this.#memory.isBroken()) throw this.#broken();
+      if (this.#memory.unfinished() === 0) return;
+      const joiner = runningLoopFuture();
+      this.#joiners.add(joiner, seen, again);
+      try {
+        yield* joiner;
+      } catch (error) {
+        joiner.cancel();
+        this.#joiners.remove(joiner);
+        throw error;
+      }
+      again = true;
+    }
+  }
+
+  /**
+   * Shut the queue down in every thread (asyncio 3.13's shutdown): puts raise QueueShutDown from
+   * now on, gets once the queue is empty; with `immediate` the items left are dropped (each
+   * counting as done for `join()`) and gets raise at once. Every waiting `put()`, `get()`,
+   * `putSync()` and `getSync()`, in every thread, wakes to look again.
+   *
+   * @example
+   * ```ts
+   * jobs.shutdown(); // consumers finish what is queued, then see QueueShutDown
+   * ```
+   */
+  shutdown(immediate = false): void {
+    let status: number;
+    for (let since = 0; (status = this.#memory.tryShutdown(immediate === true)) === BUSY; ) since = this.#memory.waitForGetLock(since);
+    if (status === BROKEN_QUEUE) throw this.#broken();
+    this.#getters.changedHere();
+    this.#putters.changedHere();
+    this.#joiners.changedHere();
+  }
+
+  /**
+   * Read items with `for await` in async code, until the queue is shut down and empty.
+   *
+   * @example
+   * ```ts
+   * for await (const line of lines) console.log(line);
+   * ```
+   */
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    const next = (): Promise<IteratorResult<T, undefined>> => this.#next();
+    return {
+      next,
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+  }
+
+  /**
+   * `using queue = new ThreadQueue()` shuts it down at the end of the block.
+   *
+   * @example
+   * ```ts
+   * { using q = new ThreadQueue(); q.putNowait(1); } // q.shutdown()
+   * ```
+   */
+  [Symbol.dispose](): void {
+    this.shutdown();
+  }
+
+  /** Describe the queue: `<ThreadQueue 'jobs' maxsize=10 qsize=2 tasks=3 shutdown>`. */
+  toString(): string {
+    const memory = this.#memory;
+    let text = `${repr(this.#name)} maxsize=${memory.maxsize} qsize=${memory.qsize()}`;
+    if (this.#getters.length > 0) text += ` _getters[${this.#getters.length}]`;
+    if (this.#putters.length > 0) text += ` _putters[${this.#putters.length}]`;
+    const unfinished = memory.unfinished();
+    if (unfinished > 0) text += ` tasks=${unfinished}`;
+    if (memory.isShutdown()) text += ' shutdown';
+    return `<ThreadQueue ${text}>`;
+  }
+
+  /** The repr, also in `util.inspect` and console.log. */
+  [INSPECT](): string {
+    return this.toString();
+  }
+
+  /** @internal What crosses to another thread (wire.ts). */
+  _toWire(): Handle {
+    return { buffers: this.#memory.buffers, name: this.#name };
+  }
+
+  /**
+   * @internal The ThreadQueue of a handle that arrived: this thread's object for that queue, or
+   * a new one. A TypeError when the handle is not a queue's.
+   */
+  static _fromWire(handle: unknown): ThreadQueue<unknown> {
+    const { buffers, name } = (typeof handle === 'object' && handle !== null ? handle : {}) as Record<string, unknown>;
+    if (!QueueMemory.isShaped(buffers) || typeof name !== 'string') throw new TypeError('a ThreadQueue arrived without the shared memory of one');
+    const known = held.get(QueueMemory.idOf(buffers))?.deref();
+    if (known !== undefined) return known;
+    arriving = { buffers, name };
+    return new ThreadQueue();
+  }
+
+  /** The error of every operation on a broken queue. */
+  #broken(): RuntimeError {
+    return new RuntimeError(
+      `${this.#where} is broken: a thread ended while it held the queue's lock (in the middle of a put or get), ` +
+        'so its state cannot be trusted; make a new queue',
+    );
+  }
+
+  /** Append the record: OK, SHUT, FULL, NO_ROOM or BROKEN_QUEUE (see QueueMemory.tryPut). */
+  #tryPut(kind: number, num: number, payload: Uint8Array | null): number {
+    const memory = this.#memory;
+    let status: number;
+    for (let since = 0; (status = memory.tryPut(kind, num, payload)) === BUSY; ) since = memory.waitForGetLock(since);
+    return status;
+  }
+
+  /** Take the first item, NONE when empty; QueueShutDown when shut down and empty. */
+  #take(): T | typeof NONE {
+    const memory = this.#memory;
+    let into = readBuffer();
+    for (;;) {
+      const status = memory.tryGet(into);
+      if (status === OK) break;
+      if (status === EMPTY) return NONE;
+      if (status === SHUT) throw new QueueShutDown();
+      if (status === BROKEN_QUEUE) throw this.#broken();
+      into = readBuffer(memory.needed);
+    }
+    // More items are left for this thread's other getters: wake the next one (one per item, as asyncio).
+    if (this.#getters.length > 0 && memory.qsize() > 0) this.#getters.wakeNext();
+    // A slot freed here: this thread's putters need not wait for the notification.
+    if (this.#putters.length > 0) this.#putters.changedHere();
+    return decodeItem(memory, into) as T;
+  }
+
+  /** The item is in: the buffers it moved are gone from here; this thread's getters need not wait for the notification. */
+  #afterPut(moved: ArrayBuffer[] | null): void {
+    if (moved !== null) detachMoved(moved);
+    if (this.#getters.length > 0) this.#getters.changedHere();
+    if (this.#putters.length > 0 && !this.#memory.full()) this.#putters.wakeNext();
+  }
+
+  /**
+   * A put that did not go in: QueueShutDown, the grow error of a data buffer that could not grow;
+   * or, full, QueueFull when it was not to wait. The moved buffers stay, marked, when it throws.
+   */
+  #refuse(status: number, moved: ArrayBuffer[] | null, wait: boolean): void {
+    let error: Error | null = null;
+    if (status === SHUT) error = new QueueShutDown();
+    else if (status === BROKEN_QUEUE) error = this.#broken();
+    else if (status === NO_ROOM && this.#memory.failure !== null) {
+      error = new RuntimeError(`${this.#where} could not grow its shared memory for the item`, { cause: this.#memory.failure });
+    } else if (!wait && (status === FULL || status === NO_ROOM)) error = new QueueFull();
+    if (error === null) return;
+    if (moved !== null) remarkMoved(moved);
+    throw error;
+  }
+
+  async #next(): Promise<IteratorResult<T, undefined>> {
+    let again = false;
+    let seen: number | null = null;
+    for (;;) {
+      let item: T | typeof NONE;
+      try {
+        item = this.#take();
+      } catch (error) {
+        if (error instanceof QueueShutDown) return { done: true, value: undefined };
+        throw error;
+      }
+      if (item !== NONE) return { done: false, value: item };
+      // Empty: read the word, then look once more (as get does).
+      if (seen === null) {
+        seen = this.#getters.observe();
+        continue;
+      }
+      const word = seen;
+      await new Promise<void>((resolve) => this.#getters.add(new PromiseWaiter(resolve), word, again));
+      seen = null;
+      again = true;
+    }
+  }
+}
+
+function checkOptions(options: unknown): { maxsize: number; name: string | undefined } {
+  if (options === undefined) return { maxsize: 0, name: undefined };
+  if (typeof options !== 'object' || options === null) throw new TypeError(`ThreadQueue() options must be an object, got ${repr(options)}`);
+  const { maxsize = 0, name } = options as Record<string, unknown>;
+  if (typeof maxsize !== 'number') throw new TypeError(`options.maxsize must be a number, got ${repr(maxsize)}`);
+  if (!Number.isInteger(maxsize) || maxsize < 0 || maxsize > 0x7fffffff) {
+    throw new RangeError(`options.maxsize must be a non-negative integer (0: no bound), got ${repr(maxsize)}`);
+  }
+  if (name !== undefined && (typeof name !== 'string' || name === '')) throw new TypeError(`options.name must be a non-empty string, got ${repr(name)}`);
+  return { maxsize, name };
+}
