@@ -45,6 +45,17 @@ describe('examples', () => {
     );
   });
 
+  it('pipeline: 200 orders through a ThreadQueue, a pool of stage threads that heals a crash, and an aggregator thread, each exactly once', async () => {
+    const out = await example('pipeline');
+    expect(out).toMatch(/^pipeline: 200 orders through a pool of 2 stage threads into an aggregator thread\n/);
+    expect(out).toMatch(/\nLoopThread 'stage-[01]' \(thread \d+\) died: it exited with code 1; the pool replaced it, and the stage goes on there\n/);
+    expect(out).toContain('\npriced 200 orders, 200 distinct: each exactly once, none lost in the crash\n');
+    expect(out).toContain('\ntotal 1500.00; run run-2026-11-26 (set in the main thread, read in the stage threads)\n');
+    expect(out).toMatch(/\n[23] stage threads priced them; the pool restarted 1 thread\n/);
+    expect(out).toMatch(/\nstage-0 \(thread \d+\): loop 0x[0-9a-f]+ idle/);
+    expect(out).toMatch(/\naggregator \(thread \d+\): loop 0x[0-9a-f]+ idle/);
+  });
+
   it('chaining: futures chain across three threads, and a timeout cancels the remote task', async () => {
     const out = await example('chaining');
     expect(out).toContain('10 apples cost 4.5 (pricing -> main -> inventory -> main -> pricing -> main)\n');
