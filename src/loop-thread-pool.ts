@@ -98,7 +98,10 @@ export class LoopThreadPool implements LoopRef {
   #restartCount = 0;
   #completed = 0;
   #failed = 0;
-  /** Where the next call's search starts: ties go round the slots. */
+  /**
+   * Where the next call's search starts: the slot chosen last, so that among threads equally
+   * idle the one just used (its loop still awake, polling) takes the call.
+   */
   #next = 0;
   /** Calls that wait for a thread (none alive, some being replaced). */
   #waiting: Array<() => void> = [];
@@ -249,7 +252,7 @@ export class LoopThreadPool implements LoopRef {
     return `<LoopThreadPool '${this.name}' ${this.threads().length}/${this.#slots.length} threads${this.#broken === null ? '' : this.#closing !== null ? ' closed' : ' broken'}>`;
   }
 
-  /** The live slot with the fewest calls in flight (ties round the slots), or null when none is alive. Throws when broken. */
+  /** The live slot with the fewest calls in flight (ties: the one used last, then the next ones), or null when none is alive. Throws when broken. */
   #pick(): Slot | null {
     this.#check();
     const slots = this.#slots;
@@ -263,7 +266,7 @@ export class LoopThreadPool implements LoopRef {
         if (slot.inFlight === 0) break;
       }
     }
-    if (best !== null) this.#next = best.index + 1 === n ? 0 : best.index + 1;
+    if (best !== null) this.#next = best.index;
     return best;
   }
 

@@ -182,7 +182,8 @@ class RemotePool implements LoopRef {
       if (load < bestLoad) {
         best = loop;
         bestLoad = load;
-        this.#next = (i + 1) % loops.length;
+        // The one used last goes first next time: among idle threads, the one whose loop is still awake.
+        this.#next = i;
         if (load === 0) break;
       }
     }
