@@ -328,15 +328,17 @@ describe('ThreadQueue when threads die', () => {
     const before = _setStuckLockMs(200);
     try {
       const got = await run(
-        (function* (): Coroutine<{ attempts: number; shutdown: unknown; put: unknown; get: unknown; joiner: unknown }> {
+        (function* (): Coroutine<{ attempts: number; workerErrors: unknown[]; shutdown: unknown; put: unknown; get: unknown; joiner: unknown }> {
           const q = new ThreadQueue<number>({ maxsize: 4, name: 'fragile' });
           q.putNowait(0);
           const control = new Int32Array(q._toWire().buffers.control);
           let attempts = 0;
+          const workerErrors: unknown[] = [];
           // A plain worker (no LoopThread guard) terminated at some moment: now and then inside a put, lock held.
           while (control[0] === 0 && control[16] === 0 && attempts < 200) {
             attempts++;
             const worker = new Worker(RAW_WORKER, { workerData: { queue: toWire(q, 'the queue') } });
+            worker.on('error', (error) => workerErrors.push(error));
             yield* awaitPromise(new Promise((resolve) => worker.once('message', resolve)));
             yield* sleep(0.001 + Math.random() * 0.004);
             yield* awaitPromise(worker.terminate());
@@ -354,6 +356,7 @@ describe('ThreadQueue when threads die', () => {
           }
           return {
             attempts,
+            workerErrors,
             shutdown,
             put: errorOf(yield* outcome(ensurePut(q))),
             get: errorOf(yield* outcome(ensureGet(q))),
@@ -362,6 +365,7 @@ describe('ThreadQueue when threads die', () => {
         })(),
       );
       expect(got.attempts).toBeLessThan(200);
+      expect(got.workerErrors).toEqual([]);
       const broken = "ThreadQueue 'fragile' is broken: a thread ended while it held the queue's lock (in the middle of a put or get), so its state cannot be trusted; make a new queue";
       expectError(got.shutdown, RuntimeError, broken);
       expectError(got.put, RuntimeError, broken);
