@@ -1009,6 +1009,16 @@ export class EventLoop {
     if (this.#running && !this.#inDrive && !this.#wakePending) this.#drive();
   }
 
+  /**
+   * @internal Take a batch that arrived while this thread waits for a peer (back-pressure, see
+   * link.ts): it is taken when the loop turns, never now (the wait may be inside a callback).
+   */
+  _deliverLater(receiver: InboxReceiver, batch: unknown[]): void {
+    if (this.#closed) return;
+    this.#inbox.push({ receiver, batch, callsOnly: false });
+    if (this.#running && !this.#inDrive && !this.#wakePending) this.#wake();
+  }
+
   /** @internal Whether callbacks of this loop are running now (flushes can wait for the iteration's end). */
   _inDrive(): boolean {
     return this.#inDrive;
@@ -1147,6 +1157,8 @@ export class EventLoop {
         this._runOnce();
         if (this.#stopping) break;
         if (this.#ready.length === 0) {
+          // Batches taken while a flush waited for its peer (back-pressure) are the next iteration's.
+          if (this.#inbox.length > 0) continue;
           this.#dropCancelledHead();
           const scheduled = this.#scheduled;
           const wait = scheduled.length === 0 ? MAXIMUM_SELECT_TIMEOUT : scheduled.peekWhen() - this.time();

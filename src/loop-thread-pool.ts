@@ -15,6 +15,7 @@ import { _getRunningLoop } from './internal/running.js';
 import type { EventLoop } from './base-events.js';
 import { yieldable } from './internal/yieldable.js';
 import { CROSSES, WIRE } from './internal/wire.js';
+import { checkMaxCallsInFlight } from './internal/link.js';
 import { LoopThread, type LoopRef, type RemoteProxy } from './loop-thread.js';
 import { gather } from './tasks.js';
 
@@ -32,6 +33,8 @@ export interface LoopThreadPoolOptions {
   restart?: { max?: number; within?: number } | false;
   /** What the threads may call back in the starting loop (as LoopThread's `expose`). */
   expose?: Record<string, (...args: never[]) => unknown>;
+  /** Each thread's back-pressure bound (as LoopThread's `maxCallsInFlight`). */
+  maxCallsInFlight?: number;
 }
 
 /** The figures of `pool.statistics()`. */
@@ -91,6 +94,7 @@ export class LoopThreadPool implements LoopRef {
   readonly #slots: Slot[];
   readonly #restart: { max: number; within: number } | null;
   readonly #expose: Record<string, (...args: never[]) => unknown> | undefined;
+  readonly #maxCallsInFlight: number;
   /** The loop that started the pool: exposed functions run in it, so replacements start from it. */
   readonly #loop: EventLoop | null = _getRunningLoop();
   /** When each replacement started (ms, monotonic), for the restart budget. */
@@ -112,8 +116,16 @@ export class LoopThreadPool implements LoopRef {
     else this.#completed++;
   };
 
-  private constructor(url: string | URL, name: string, size: number, restart: { max: number; within: number } | null, expose: LoopThreadPoolOptions['expose']) {
+  private constructor(
+    url: string | URL,
+    name: string,
+    size: number,
+    restart: { max: number; within: number } | null,
+    expose: LoopThreadPoolOptions['expose'],
+    maxCallsInFlight: number,
+  ) {
     this.#url = url;
+    this.#maxCallsInFlight = maxCallsInFlight;
     this.name = name;
     this.#restart = restart;
     this.#expose = expose;
@@ -134,7 +146,8 @@ export class LoopThreadPool implements LoopRef {
     if (!Number.isSafeInteger(size) || size < 1) throw new RangeError(`LoopThreadPool.start() options.size must be a positive integer, got ${repr(options.size)}`);
     const name = options.name ?? `LoopThreadPool-${++poolCounter}`;
     if (typeof name !== 'string' || name === '') throw new TypeError(`LoopThreadPool.start() options.name must be a non-empty string, got ${repr(options.name)}`);
-    const pool = new LoopThreadPool(moduleUrl, name, size, restartPolicy(options.restart), options.expose);
+    const maxCallsInFlight = checkMaxCallsInFlight(options.maxCallsInFlight, 'LoopThreadPool.start() options');
+    const pool = new LoopThreadPool(moduleUrl, name, size, restartPolicy(options.restart), options.expose, maxCallsInFlight);
     const started = await Promise.allSettled(pool.#slots.map((slot) => pool.#startThread(slot)));
     const failure = started.find((outcome) => outcome.status === 'rejected');
     if (failure !== undefined) {
@@ -316,7 +329,11 @@ export class LoopThreadPool implements LoopRef {
 
   /** Start a thread in `slot`; once it runs, calls that waited go; when it dies, it is replaced. */
   async #startThread(slot: Slot): Promise<void> {
-    const options = { name: `${this.name}-${slot.index}`, ...(this.#expose === undefined ? {} : { expose: this.#expose }) };
+    const options = {
+      name: `${this.name}-${slot.index}`,
+      maxCallsInFlight: this.#maxCallsInFlight,
+      ...(this.#expose === undefined ? {} : { expose: this.#expose }),
+    };
     const thread = await LoopThread.start(this.#url, options);
     if (this.#closing !== null) {
       await thread.close();

@@ -13,7 +13,7 @@ import { RuntimeError } from './exceptions.js';
 import type { Future } from './futures.js';
 import { ConcurrentFuture } from './concurrent.js';
 import { decodeError, encodeError } from './internal/errors.js';
-import { Link, type CallTarget } from './internal/link.js';
+import { DEFAULT_MAX_CALLS_IN_FLIGHT, Link, checkMaxCallsInFlight, type CallTarget } from './internal/link.js';
 import { _compiledByStarter, importUserModule, isTypeScriptPortMessage, serveTypeScript, threadExecArgv } from './internal/ts-loader.js';
 import type { FromWorker, LinkPorts, LoopThreadData, ToWorker } from './internal/messages.js';
 import { _getRunningLoop } from './internal/running.js';
@@ -141,6 +141,17 @@ export interface LoopThreadOptions {
   execArgv?: string[];
   /** The worker's `process.env` (default: a copy of the parent's). */
   env?: Record<string, string | undefined>;
+  /**
+   * Back-pressure: how many calls (`call`, `submit`, `callSoonThreadsafe`, and replies) one side
+   * of a link to this thread may have sent that the other side has not taken in yet, in each
+   * direction (default 65,536; 1 to 2^30). Past it, the sending thread waits for
+   * the other side to take a quarter of them, as a writer on a full pipe does: a `call` or
+   * `callSoonThreadsafe` in a loop that never yields is held too. While it waits the thread takes
+   * its own messages, so two threads flooding each other both go on; a side that takes nothing
+   * for 5 s (blocked, or ended without running JavaScript) no longer holds the sender until it
+   * takes again.
+   */
+  maxCallsInFlight?: number;
 }
 
 
@@ -205,6 +216,8 @@ export class LoopThread implements LoopRef {
   #terminated = false;
   readonly #heartbeat: Float64Array | null;
   #deathWatchers: Array<(error: Error) => void> = [];
+  /** The back-pressure bound of its links (LoopThreadOptions.maxCallsInFlight). */
+  #maxCallsInFlight = DEFAULT_MAX_CALLS_IN_FLIGHT;
 
   protected constructor(
     worker: Worker,
@@ -271,6 +284,7 @@ export class LoopThread implements LoopRef {
     const name = options.name ?? `LoopThread-${++threadCounter}`;
     const loop = _getRunningLoop();
     const expose = options.expose ?? {};
+    const maxCallsInFlight = checkMaxCallsInFlight(options.maxCallsInFlight, 'LoopThread.start()');
     if (options.expose !== undefined && loop === null) {
       throw new RuntimeError('LoopThread.start() with expose needs a running loop: the exposed functions run in it');
     }
@@ -284,6 +298,7 @@ export class LoopThread implements LoopRef {
       exposed: Object.keys(expose),
       starter: { threadId: currentThreadId, name: currentThreadName(), heartbeat },
       guard: newThreadGuard(),
+      maxCallsInFlight,
     };
     const worker = new Worker(HOST_ENTRY, {
       workerData: data,
@@ -305,6 +320,7 @@ export class LoopThread implements LoopRef {
             onDeath: (makeError) => {
               if (thread !== null) thread.#kill(makeError);
             },
+            maxCallsInFlight,
           })
         : null;
 
@@ -315,7 +331,9 @@ export class LoopThread implements LoopRef {
         if (isTypeScriptPortMessage(message)) serveTypeScript(message.port);
         else if (message.type === 'ready') resolve(message);
         else if (message.type === 'ps') answerSnapshot(message.port, _snapshotProcess(message.timeout));
-        else if (message.type === 'link' && loop !== null) new Link(loop, message.ports, functionTable(expose, `the parent of ${peer}`), `a thread reaching the parent of ${peer}`);
+        else if (message.type === 'link' && loop !== null) {
+          new Link(loop, message.ports, functionTable(expose, `the parent of ${peer}`), `a thread reaching the parent of ${peer}`, { maxCallsInFlight });
+        }
         else if (message.type === 'failed') {
           failure = decodeError(message.error) as Error;
           resolve(null);
@@ -342,6 +360,7 @@ export class LoopThread implements LoopRef {
     worker.unref();
     thread = new LoopThread(worker, name, url, ready, exited);
     thread.#guard = data.guard;
+    thread.#maxCallsInFlight = maxCallsInFlight;
     const started = thread;
     startedHere.add(started);
     rememberThread(threadId, name, ready.heartbeat);
@@ -508,6 +527,7 @@ export class LoopThread implements LoopRef {
         ownedByThread: true,
         describeDeath: deathDescriber(this.name, this.threadId),
         onDeath: (makeError) => this.#kill(makeError),
+        maxCallsInFlight: this.#maxCallsInFlight,
       });
       this.#links.set(loop, link);
       loop._addCloseHook(() => this.#links.delete(loop));
@@ -664,7 +684,7 @@ export async function _hostLoopThread(): Promise<void> {
     lookup: (name) => hosted.lookup(name),
   };
   if (data.parent !== null) {
-    const link = new Link(loop, data.parent, target, 'the parent loop');
+    const link = new Link(loop, data.parent, target, 'the parent loop', { maxCallsInFlight: data.maxCallsInFlight });
     parentRef = new ParentLoop(link);
   }
 
@@ -680,7 +700,7 @@ export async function _hostLoopThread(): Promise<void> {
   const names = Object.keys(namespace);
 
   control.on('message', (message: ToWorker) => {
-    if (message.type === 'link') new Link(loop, message.ports, target, 'a loop of the parent thread');
+    if (message.type === 'link') new Link(loop, message.ports, target, 'a loop of the parent thread', { maxCallsInFlight: data.maxCallsInFlight });
     else if (message.type === 'comlink') _serveComlink(loop, message.port, hosted);
     else if (message.type === 'snapshot') answerSnapshot(message.port, _snapshotFromHere(message.timeout));
     else if (message.type === 'close') loop.callSoonThreadsafe(() => void loop.createTask(shutdown(loop)));

@@ -77,6 +77,43 @@ export interface LinkOptions {
   describeDeath?: (code: number, uncaught: unknown) => Error;
   /** Told when the link learned of the peer's death itself (from the dying thread's last message). */
   onDeath?: (makeError: () => Error) => void;
+  /**
+   * How many operations (calls, callSoonThreadsafe, replies) this side may have posted that the
+   * peer has not taken in yet; beyond it, the thread waits for the peer (see #makeRoom).
+   */
+  maxCallsInFlight?: number;
+}
+
+/**
+ * The default bound of operations in flight on a link: 65,536, a few MiB of messages. A flood
+ * that never yields then goes at its peer's pace in a bounded memory, and faster than unbounded
+ * (the batches in flight stay in cache; README, "Back-pressure", has the figures).
+ */
+export const DEFAULT_MAX_CALLS_IN_FLIGHT = 1 << 16;
+
+/**
+ * Check a `maxCallsInFlight` option: a whole number from 1 to 2^30; a RangeError or TypeError
+ * naming the option otherwise.
+ */
+export function checkMaxCallsInFlight(value: unknown, where: string): number {
+  if (value === undefined) return DEFAULT_MAX_CALLS_IN_FLIGHT;
+  if (typeof value !== 'number') throw new TypeError(`${where}: maxCallsInFlight must be a number, got ${typeName(value)}`);
+  if (!Number.isInteger(value) || value < 1 || value > 2 ** 30) {
+    throw new RangeError(`${where}: maxCallsInFlight must be a whole number from 1 to 2^30, got ${value}`);
+  }
+  return value;
+}
+
+/** How long a sender waits for a peer that takes nothing before it stops waiting for it (ms). */
+let stallMs = 5000;
+/** How often a waiting sender looks at its own inbox and at its peer's death (ms). */
+const WAIT_SLICE_MS = 20;
+
+/** @internal Tests: set how long a sender waits on a peer that takes nothing; returns the previous value. */
+export function _setStallMs(ms: number): number {
+  const before = stallMs;
+  stallMs = ms;
+  return before;
 }
 
 /** A Future for a call made through a link: cancelling it cancels the call on the other side. */
@@ -250,6 +287,13 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   #missing = 0;
   /** Whether the inbox port closed: reading a closed port crashes Node 20. */
   #inClosed = false;
+  /** Operations posted (replays aside), modulo 2^32: with the peer's slot 1 of `#peerRead`, those in flight. */
+  #opsPosted = 0;
+  readonly #maxOps: number;
+  /** Whether this side waits for room (#makeRoom): what arrives meanwhile waits for the loop whole, replies too. */
+  #holding = false;
+  /** The peer's count of operations taken when it last took none for `stallMs` (-1: not stalled). */
+  #stalledAt = -1;
 
   constructor(loop: EventLoop, ports: LinkPorts, target: CallTarget, peer: string, options: LinkOptions = {}) {
     this.loop = loop;
@@ -264,6 +308,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     this.#peer = peer;
     this.#describeDeath = options.describeDeath ?? ((code, uncaught) => describeDeath(peer, code, uncaught));
     this.#onDeath = options.onDeath ?? null;
+    this.#maxOps = options.maxCallsInFlight ?? DEFAULT_MAX_CALLS_IN_FLIGHT;
     this.#in.on('message', (message: unknown[]) => this.#arrive(message, false));
     this.#in.on('messageerror', (error: unknown) => this.#unreadable(error));
     if (options.ownedByThread !== true) {
@@ -364,22 +409,67 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
       // What was queued (the call, a note that a message could not be read) must leave before this thread waits.
       this._flush();
       const rung = Atomics.load(bell, 0);
-      for (;;) {
-        let message: { message: unknown } | undefined;
-        try {
-          message = receiveMessageOnPort(this.#in);
-        } catch (error) {
-          this.#unreadable(error);
-          continue;
-        }
-        if (message === undefined) break;
-        this.#arrive(message.message as unknown[], true);
-      }
+      this.#takeInbox();
       if (future.done() || this.#death !== null) return;
       if (this.#count > 0) continue;
       const remaining = deadline - performance.now();
       if (remaining <= 0) return;
       Atomics.wait(bell, 0, rung, remaining === Infinity ? undefined : remaining);
+    }
+  }
+
+  /** Take what the inbox holds now, without the loop: replies complete their Futures, calls wait for the loop. */
+  #takeInbox(): void {
+    for (;;) {
+      if (this.#inClosed) return;
+      let message: { message: unknown } | undefined;
+      try {
+        message = receiveMessageOnPort(this.#in);
+      } catch (error) {
+        this.#unreadable(error);
+        continue;
+      }
+      if (message === undefined) return;
+      this.#arrive(message.message as unknown[], true);
+    }
+  }
+
+  /**
+   * Back-pressure: with `#maxOps` operations of this side in flight (posted, not yet taken in by
+   * the peer), wait until the peer took a quarter of them. The thread waits, as a writer on a
+   * full pipe does, for that is the only way to hold a sender that never yields; meanwhile it
+   * takes its own inbox, so two threads flooding each other both move on. A peer that takes
+   * nothing for `stallMs` (blocked, or ended without running JavaScript) no longer holds this
+   * side until it takes again: its death is then learned as usual, when the loop turns.
+   */
+  #makeRoom(): void {
+    const read = this.#peerRead;
+    let taken = Atomics.load(read, 1);
+    if (((this.#opsPosted - taken) | 0) < this.#maxOps || taken === this.#stalledAt) return;
+    this.#stalledAt = -1;
+    const low = this.#maxOps - (this.#maxOps >> 2);
+    let since = performance.now();
+    this.#ring();
+    this.#holding = true;
+    try {
+      for (;;) {
+        Atomics.store(read, 2, 1);
+        this.#takeInbox();
+        if (this.#death !== null || this.#inClosed) return;
+        const now = Atomics.load(read, 1);
+        if (((this.#opsPosted - now) | 0) <= low) return;
+        if (now !== taken) {
+          taken = now;
+          since = performance.now();
+        } else if (performance.now() - since >= stallMs) {
+          this.#stalledAt = taken;
+          return;
+        }
+        Atomics.wait(read, 1, now, WAIT_SLICE_MS);
+      }
+    } finally {
+      this.#holding = false;
+      Atomics.store(read, 2, 0);
     }
   }
 
@@ -638,7 +728,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     if (found.length > 0) {
       (this.#opTransfers ??= new Map()).set(at, found.splice(0));
     }
-    if (at + OP_SIZE === outbox.length) {
+    if (at + OP_SIZE >= outbox.length) {
       this._flush();
       return;
     }
@@ -651,6 +741,9 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   /** @internal Post what was queued as one batch. */
   _flush(): void {
     this.#flushScheduled = false;
+    if (this.#count === 0) return;
+    // Before the batch is taken: what arrives meanwhile may add to it (a note that a message could not be read).
+    if (this.#death === null) this.#makeRoom();
     const count = this.#count;
     if (count === 0) return;
     if (this.#death !== null) {
@@ -692,6 +785,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
    */
   #post(records: unknown[], transfers: Transferable[], opTransfers: Map<number, Transferable[]> | null, replay: boolean, keep: boolean): void {
     this.#out.postMessage(records, transfers);
+    const first = records[0];
+    if (first !== OP_REPLAY && first !== OP_REPLAY_END) this.#opsPosted = (this.#opsPosted + records.length / OP_SIZE) | 0;
     const seq = ++this.#posted;
     if (keep) this.#kept.set(seq, { records, transfers: opTransfers, replay });
     if (this.#kept.size === 0) {
@@ -766,6 +861,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     }
     const { records, transfers } = sent;
     const start = sent.replay ? OP_SIZE : 0;
+    // The peer counts none of the operations of a message it could not read (their replays neither).
+    if (!sent.replay) this.#opsPosted = (this.#opsPosted - records.length / OP_SIZE) | 0;
     if (records.length - start === OP_SIZE) {
       const replacement = this.#giveUp(records.slice(start), transfers?.has(start) === true, reason);
       if (replacement !== null) this.#postOne([OP_REPLAY, seq, 0, 0, ...replacement]);
@@ -822,7 +919,12 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     const op = message[0];
     if (op === OP_REPLAY || op === OP_REPLAY_END) {
       this.#replayed(message, blocked);
-    } else if (this.#missing === 0) {
+      return;
+    }
+    const read = this.#read;
+    Atomics.add(read, 1, message.length / OP_SIZE);
+    if (read[2] !== 0) Atomics.notify(read, 1);
+    if (this.#missing === 0) {
       Atomics.store(this.#read, 0, seq);
       this.#accept(message, blocked);
     } else {
@@ -858,6 +960,11 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
 
   /** Take a batch in order: to the loop, or (blocked) its replies now and its calls when the loop runs. */
   #accept(batch: unknown[], blocked: boolean): void {
+    if (this.#holding) {
+      // Replies too: a reply taken before the calls that came ahead of it would overtake them.
+      this.loop._deliverLater(this, batch);
+      return;
+    }
     if (!blocked) {
       this.loop._deliver(this, batch);
       return;

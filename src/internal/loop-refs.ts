@@ -16,7 +16,7 @@ import type { LoopRef, RemoteProxy } from '../loop-thread.js';
 import { move } from '../transfer.js';
 import { newId } from './introspect.js';
 import { Link, type CallTarget } from './link.js';
-import type { LinkPorts } from './messages.js';
+import { READ_SLOTS, type LinkPorts } from './messages.js';
 import { WIRE, _setLoopDecoder } from './wire.js';
 
 /**
@@ -30,8 +30,8 @@ import { WIRE, _setLoopDecoder } from './wire.js';
 export function makeLinkPorts(): [LinkPorts, LinkPorts] {
   const toHere = new MessageChannel();
   const toThere = new MessageChannel();
-  const readHere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
-  const readThere = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  const readHere = new Int32Array(new SharedArrayBuffer(READ_SLOTS * Int32Array.BYTES_PER_ELEMENT));
+  const readThere = new Int32Array(new SharedArrayBuffer(READ_SLOTS * Int32Array.BYTES_PER_ELEMENT));
   const here = newId();
   const there = newId();
   return [
@@ -200,7 +200,9 @@ function isPorts(value: unknown): value is LinkPorts {
     typeof ports.id === 'number' &&
     typeof ports.peerId === 'number' &&
     ports.inRead instanceof Int32Array &&
+    ports.inRead.length === READ_SLOTS &&
     ports.outRead instanceof Int32Array &&
+    ports.outRead.length === READ_SLOTS &&
     typeof ports.inPort?.postMessage === 'function' &&
     typeof ports.outPort?.postMessage === 'function'
   );

@@ -72,11 +72,18 @@ export interface LinkPorts {
   inPort: MessagePort;
   /** The write end of the other side's inbox. */
   outPort: MessagePort;
-  /** Slot 0: how many messages of its inbox this side has read, with none missing before them. */
+  /**
+   * Slot 0: how many messages of its inbox this side has read, with none missing before them;
+   * slot 1: how many operations arrived in them (back-pressure counts them); slot 2: non-zero
+   * while the other side waits for slot 1 to grow (READ_SLOTS in all).
+   */
   inRead: Int32Array;
-  /** Slot 0: the same count, published by the other side for what this side sent it. */
+  /** The same counts, published by the other side for what this side sent it. */
   outRead: Int32Array;
 }
+
+/** The slots of a LinkPorts' read counters. */
+export const READ_SLOTS = 3;
 
 /** What a LoopThread's worker receives as `workerData`. */
 export interface LoopThreadData {
@@ -90,6 +97,8 @@ export interface LoopThreadData {
   starter: { threadId: number; name: string; heartbeat: Float64Array };
   /** The thread's guard of ThreadQueue operations: the parent stops them before it terminates the thread (threads/guard.ts). */
   guard: SharedArrayBuffer;
+  /** The back-pressure bound of the thread's links (LoopThreadOptions.maxCallsInFlight). */
+  maxCallsInFlight: number;
 }
 
 /** Worker to parent: the module is loaded and the loop runs; `exports` are its callable names. */
