@@ -21,7 +21,7 @@ import { Task, currentTask } from './task.js';
 
 /** One coroutine of a call stack (asyncio.FrameCallGraphEntry; JavaScript shows no frames of a suspended generator). */
 export interface FrameCallGraphEntry {
-  /** The coroutine's (generator function's) name, as `fetchUser()`. */
+  /** The coroutine's (generator function's) name, as `fetchUser` (printed as `fetchUser()`). */
   readonly name: string;
   /** Where it is suspended (`file:line`), when known (debug mode), else null. */
   readonly location: string | null;
@@ -84,7 +84,11 @@ function callStackOf(future: Future<unknown>, skip: number, limit: number | null
   } else if (future._futWaiter !== null && loop.getDebug()) {
     stack = suspendedAt.get(future);
   }
-  stack ??= [{ name: generatorName(coro) ?? 'anonymous()', location: loop.getDebug() ? generatorLocation(coro) : null }];
+  if (stack === undefined) {
+    // generatorName says `fetchUser()`, as ps() prints a coroutine.
+    const named = generatorName(coro);
+    stack = [{ name: named === null ? 'anonymous' : named.slice(0, -2), location: loop.getDebug() ? generatorLocation(coro) : null }];
+  }
   stack = stack.slice(skip);
   if (limit !== null) stack = limit >= 0 ? stack.slice(0, limit) : stack.slice(limit);
   return stack;
@@ -157,7 +161,7 @@ function render(graph: FutureCallGraph, lines: string[], level: number): void {
     lines.push(`${indent}  + Call stack:`);
     for (const entry of graph.callStack) {
       const at = entry.location === null ? null : /^(.*?):(\d+)(?::\d+)?$/.exec(entry.location);
-      lines.push(at === null ? `${indent}  |   in async ${entry.name}` : `${indent}  |   File ${repr(at[1])}, line ${at[2]}, in async ${entry.name}`);
+      lines.push(at === null ? `${indent}  |   in async ${entry.name}()` : `${indent}  |   File ${repr(at[1])}, line ${at[2]}, in async ${entry.name}()`);
     }
   }
   if (graph.awaitedBy.length > 0) {

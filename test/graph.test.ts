@@ -48,8 +48,8 @@ describe('captureCallGraph', () => {
     );
     expect(seen).toEqual({
       node: 'Task child',
-      stack: ['child()'],
-      awaitedBy: [{ node: 'Task Task-N', stack: ['main()'], awaitedBy: [] }],
+      stack: ['child'],
+      awaitedBy: [{ node: 'Task Task-N', stack: ['main'], awaitedBy: [] }],
     });
   });
 
@@ -64,10 +64,10 @@ describe('captureCallGraph', () => {
         return yield* gather(loop.createTask(worker(), { name: 'a' }), loop.createTask(worker(), { name: 'b' }));
       })(),
     );
-    const awaitedBy = [{ node: 'Future', stack: [], awaitedBy: [{ node: 'Task Task-N', stack: ['main()'], awaitedBy: [] }] }];
+    const awaitedBy = [{ node: 'Future', stack: [], awaitedBy: [{ node: 'Task Task-N', stack: ['main'], awaitedBy: [] }] }];
     expect(shapes).toEqual([
-      { node: 'Task a', stack: ['worker()'], awaitedBy },
-      { node: 'Task b', stack: ['worker()'], awaitedBy },
+      { node: 'Task a', stack: ['worker'], awaitedBy },
+      { node: 'Task b', stack: ['worker'], awaitedBy },
     ]);
   });
 
@@ -86,11 +86,11 @@ describe('captureCallGraph', () => {
       })(),
     );
     expect(seen).toEqual([
-      { node: 'Task grouped', stack: ['worker()'], awaitedBy: [{ node: 'Task Task-N', stack: ['main()'], awaitedBy: [] }] },
+      { node: 'Task grouped', stack: ['worker'], awaitedBy: [{ node: 'Task Task-N', stack: ['main'], awaitedBy: [] }] },
       {
         node: 'Task shielded',
-        stack: ['worker()'],
-        awaitedBy: [{ node: 'Future', stack: [], awaitedBy: [{ node: 'Task Task-N', stack: ['main()'], awaitedBy: [] }] }],
+        stack: ['worker'],
+        awaitedBy: [{ node: 'Future', stack: [], awaitedBy: [{ node: 'Task Task-N', stack: ['main'], awaitedBy: [] }] }],
       },
     ]);
   });
@@ -114,7 +114,7 @@ describe('captureCallGraph', () => {
       })(),
     );
     expect(seen).toEqual([
-      { node: 'Future', stack: [], awaitedBy: [{ node: 'Task waiting', stack: ['waiting()'], awaitedBy: [] }] },
+      { node: 'Future', stack: [], awaitedBy: [{ node: 'Task waiting', stack: ['waiting'], awaitedBy: [] }] },
       { node: 'Future', stack: [], awaitedBy: [{ node: 'Task waiting', stack: [], awaitedBy: [] }] },
     ]);
   });
@@ -137,7 +137,7 @@ describe('captureCallGraph', () => {
       })(),
       { debug: true },
     );
-    expect(stack.map((entry) => entry.name)).toEqual(['sleep()', 'inner()', 'outer()']);
+    expect(stack.map((entry) => entry.name)).toEqual(['sleep', 'inner', 'outer']);
     expect(stack[0]!.location).toMatch(/tasks\.ts:\d+:\d+$/);
     expect(stack[1]!.location).toMatch(/graph\.test\.ts:\d+:\d+$/);
     expect(stack[2]!.location).toMatch(/graph\.test\.ts:\d+:\d+$/);
@@ -160,7 +160,7 @@ describe('captureCallGraph', () => {
         return [...found];
       })(),
     );
-    expect(stack).toEqual([{ name: 'outer()', location: null }]);
+    expect(stack).toEqual([{ name: 'outer', location: null }]);
   });
 
   it("the current task's stack is read live: every frame from the caller down to the task's step", async () => {
@@ -173,7 +173,7 @@ describe('captureCallGraph', () => {
         return yield* inner();
       })(),
     );
-    expect(stack.map((entry) => entry.name)).toEqual(['inner()', 'main()']);
+    expect(stack.map((entry) => entry.name)).toEqual(['inner', 'main']);
     expect(stack[0]!.location).toMatch(/graph\.test\.ts:\d+:\d+$/);
   });
 

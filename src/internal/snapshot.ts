@@ -215,7 +215,7 @@ function leavesOf(future: Future<unknown>, memo: Memo): readonly string[] {
 
 function stackOf(task: Task<unknown>, debug: boolean, coroutine: string, memo: Memo): readonly string[] {
   const frames = task._futWaiter !== null && debug ? suspendedAt.get(task) : undefined;
-  if (frames !== undefined) return frames.map((frame) => (frame.location === null ? frame.name : `${frame.name} at ${frame.location}`));
+  if (frames !== undefined) return frames.map((frame) => (frame.location === null ? `${frame.name}()` : `${frame.name}() at ${frame.location}`));
   let stack = memo.stacks.get(coroutine);
   if (stack === undefined) memo.stacks.set(coroutine, (stack = Object.freeze([coroutine])));
   return stack;

@@ -41,7 +41,7 @@ export function captureSuspension(below: (...args: never[]) => unknown): void {
     // The native `next` of each delegation has no file.
     if (file === null || file === undefined) continue;
     if (file === STEPPER || file === STEPPER_PATH) break;
-    frames.push({ name: `${site.getFunctionName() ?? 'anonymous'}()`, location: sourceLocation(file, site.getLineNumber() ?? 0, site.getColumnNumber() ?? 0) });
+    frames.push({ name: site.getFunctionName() ?? 'anonymous', location: sourceLocation(file, site.getLineNumber() ?? 0, site.getColumnNumber() ?? 0) });
   }
   suspension.frames = frames;
 }
