@@ -14,11 +14,12 @@ import { isCoroutine, type Coroutine } from './coroutines.js';
 import { IncompleteReadError, LimitOverrunError, RuntimeError } from './exceptions.js';
 import type { Future } from './futures.js';
 import { Deque } from './internal/deque.js';
+import { WaitNote } from './internal/introspect.js';
 import { INSPECT, repr } from './internal/format.js';
 import { _getEventLoop, _getRunningLoop } from './internal/running.js';
 import { Protocol } from './protocols.js';
 import { sleep } from './tasks.js';
-import type { SocketAddress, Transport } from './transports.js';
+import { Transport, type SocketAddress } from './transports.js';
 import type { Socket } from 'node:net';
 import type * as tls from 'node:tls';
 
@@ -60,6 +61,16 @@ export interface ReadingControl {
 /** What `startServer` calls for each connection: a plain function, or a generator function run as a Task. */
 export type ClientConnectedCallback = (reader: StreamReader, writer: StreamWriter) => Coroutine<unknown> | void;
 
+/** The other end of a stream's transport, as ps() names it: `127.0.0.1:8080`, a socket path, or `a stream`. */
+function peerOf(transport: unknown): string {
+  if (transport instanceof Transport) {
+    const peer = transport.getExtraInfo('peername');
+    if (typeof peer === 'string' && peer !== '') return peer;
+    if (Array.isArray(peer)) return peer[0].includes(':') ? `[${peer[0]}]:${peer[1]}` : `${peer[0]}:${peer[1]}`;
+  }
+  return 'a stream';
+}
+
 /** @internal A StreamReader's buffer limit: the default for undefined, a RangeError unless a positive integer. */
 export function _checkLimit(limit: unknown): number {
   if (limit === undefined) return DEFAULT_LIMIT;
@@ -100,6 +111,10 @@ export class StreamReader {
   #exception: Error | null = null;
   #transport: ReadingControl | null = null;
   #paused = false;
+  /** What a task waiting for data here waits for, as ps() says it (made at the first wait). */
+  #note: WaitNote | null = null;
+  /** Where the bytes come from, when the transport cannot say (a child's pipe). */
+  #source: string | null = null;
   /** Where the bytes around an edge between chunks are searched (readuntil with a separator of several bytes). */
   #scratch: Buffer | null = null;
   /** Bytes searched, bytes copied and chunks stepped through (tests check that readuntil stays linear). */
@@ -150,6 +165,11 @@ export class StreamReader {
       this.#waiter = null;
       if (!waiter.done()) waiter.setResult(undefined);
     }
+  }
+
+  /** @internal Name where its bytes come from, for ps() (`the stdout of process 1234`). */
+  _setSource(source: string): void {
+    this.#source = source;
   }
 
   /** @internal The transport it reads from (paused and resumed for back-pressure). */
@@ -203,6 +223,7 @@ export class StreamReader {
       this.#transport?.resumeReading();
     }
     const waiter = this.#loop.createFuture<void>();
+    waiter._result = this.#note ??= new WaitNote(`read from ${this.#source ?? peerOf(this.#transport)}`, false);
     this.#waiter = waiter;
     try {
       yield* waiter;
@@ -476,6 +497,10 @@ export class _StreamReaderProtocol extends Protocol {
   #paused = false;
   #drainWaiters: Array<Future<void>> = [];
   readonly #closed: Future<void>;
+  /** What a task in drain() waits for, as ps() says it (made at the first wait). */
+  #drainNote: WaitNote | null = null;
+  /** @internal Where the writes go when the transport cannot say (`the stdin of process 1234`). */
+  _target: string | null = null;
 
   constructor(reader: StreamReader | null, clientConnected: ClientConnectedCallback | null = null, loop: EventLoop = _getEventLoop()) {
     super();
@@ -567,6 +592,7 @@ export class _StreamReaderProtocol extends Protocol {
     if (this.#connectionLost) throw connectionLost();
     if (!this.#paused) return;
     const waiter = this.#loop.createFuture<void>();
+    waiter._result = this.#drainNote ??= new WaitNote(`drain of ${this._target ?? peerOf(this.#transport)}`, false);
     this.#drainWaiters.push(waiter);
     try {
       yield* waiter;

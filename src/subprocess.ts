@@ -16,6 +16,7 @@ import type { Coroutine } from './coroutines.js';
 import { RuntimeError } from './exceptions.js';
 import type { Future } from './futures.js';
 import { INSPECT, repr } from './internal/format.js';
+import { WaitNote } from './internal/introspect.js';
 import { eventFuture } from './internal/node-events.js';
 import { Protocol } from './protocols.js';
 import { StreamReader, StreamWriter, _StreamReaderProtocol, _checkLimit, _runningLoop, type ReadingControl } from './streams.js';
@@ -123,6 +124,8 @@ export class Process implements LoopResource {
   readonly #transports: Transport[];
   #returncode: number | null = null;
   #waiters: Array<Future<number>> = [];
+  /** What a task in wait() waits for, as ps() says it. */
+  #exitNote: WaitNote | null = null;
 
   /** @internal Made by `createSubprocessExec` / `createSubprocessShell` once the child started. */
   constructor(loop: EventLoop, child: ChildProcess, options: SubprocessOptions, limit: number) {
@@ -142,8 +145,11 @@ export class Process implements LoopResource {
     if (child.stdout !== null) stdout = pipeReader(options.stderr === STDOUT && child.stderr !== null ? [child.stdout, child.stderr] : [child.stdout]);
     this.stdout = stdout;
     this.stderr = child.stderr !== null && options.stderr !== STDOUT ? pipeReader([child.stderr]) : null;
+    stdout?._setSource(`the stdout of process ${child.pid}`);
+    this.stderr?._setSource(`the stderr of process ${child.pid}`);
     if (child.stdin !== null) {
       const protocol = new _StreamReaderProtocol(null, null, loop);
+      protocol._target = `the stdin of process ${child.pid}`;
       const transport = new Transport(loop, protocol, { readable: null, writable: child.stdin, extra: { pipe: child.stdin } });
       transports.push(transport);
       this.stdin = new StreamWriter(transport, protocol, null, loop);
@@ -184,6 +190,7 @@ export class Process implements LoopResource {
   *wait(): Coroutine<number> {
     if (this.#returncode !== null) return this.#returncode;
     const waiter = this.#loop.createFuture<number>();
+    waiter._result = this.#exitNote ??= new WaitNote(`process ${this.pid} (${this.#child.spawnfile}) to exit`, false);
     this.#waiters.push(waiter);
     return yield* waiter;
   }

@@ -16,6 +16,7 @@ import { CANCELLED, FAILED, FINISHED, Future, PENDING, type Waiter } from './fut
 import type { TimerHandle } from './handles.js';
 import { Deque } from './internal/deque.js';
 import { typeName } from './internal/format.js';
+import { WaitNote } from './internal/introspect.js';
 import { _ensureFutureOn, currentTask, ensureFuture } from './task.js';
 
 function setResultUnlessCancelled<T>(future: Future<T>, result: T): void {
@@ -471,6 +472,7 @@ export function* wait<F extends Future<unknown>>(
   const timeout = options?.timeout ?? null;
   const loop = getRunningLoop();
   const waiter = loop.createFuture<void>();
+  waiter._result = new WaitNote(`wait for ${futures.size} (${returnWhen})`, false);
   const timer = timeout === null ? null : loop.callLater(timeout, setResultUnlessCancelled, waiter, undefined);
   let counter = futures.size;
   const onCompletion = (f: Future<unknown>): void => {

@@ -8,8 +8,13 @@ import { Session } from 'node:inspector';
 import { describe, expect, it, vi } from 'vitest';
 import {
   LoopThread,
+  PIPE,
   TaskGroup,
+  createSubprocessExec,
   ensureFuture,
+  openConnection,
+  startServer,
+  wait,
   gather,
   getRunningLoop,
   ps,
@@ -123,6 +128,50 @@ describe('ps() and pstree() in one thread', () => {
     );
     const at = lines.indexOf('offloading offloading() @MainThread');
     expect(lines[at + 1]).toMatch(/^ {2}\(J\) job visit of file:.*pool-control\.mjs in the pool, running$/);
+  });
+
+  it('says what a task waits for through wait(), a stream read, drain(), a child process and its stdout', async () => {
+    const rows = await run(
+      (function* main(): Coroutine<Record<string, string | null>> {
+        const loop = getRunningLoop();
+        const server = yield* startServer(() => undefined, '127.0.0.1', 0);
+        const port = (server.sockets[0]!.address() as { port: number }).port;
+        const [reader, writer] = yield* openConnection('127.0.0.1', port);
+        const child = yield* createSubprocessExec('sleep', ['30'], { stdout: PIPE });
+        writer.transport.setWriteBufferLimits(1, 0);
+        const tasks = [
+          loop.createTask((function* reading(): Coroutine<unknown> { return yield* reader.read(100); })(), { name: 'reading' }),
+          loop.createTask((function* waiting(): Coroutine<unknown> { return yield* wait([loop.createTask(parked()), loop.createTask(parked())], { returnWhen: 'FIRST_COMPLETED' }); })(), { name: 'waiting' }),
+          loop.createTask((function* exiting(): Coroutine<unknown> { return yield* child.wait(); })(), { name: 'exiting' }),
+          loop.createTask((function* piped(): Coroutine<unknown> { return yield* child.stdout!.read(10); })(), { name: 'piped' }),
+          loop.createTask(
+            (function* draining(): Coroutine<void> {
+              writer.write(Buffer.alloc(16 << 20));
+              yield* writer.drain();
+            })(),
+            { name: 'draining' },
+          ),
+        ];
+        yield* sleep(0.1);
+        const found = yield* ps();
+        child.kill();
+        yield* child.wait();
+        for (const task of tasks) task.cancel();
+        writer.transport.abort();
+        server.close();
+        server.abortClients();
+        yield* server.waitClosed();
+        yield* wait(tasks);
+        return Object.fromEntries(found.filter((row) => tasks.some((task) => task.getName() === row.name)).map((row) => [row.name, row.awaiting]));
+      })(),
+    );
+    expect(rows).toEqual({
+      reading: expect.stringMatching(/^read from 127\.0\.0\.1:\d+$/),
+      waiting: 'wait for 2 (FIRST_COMPLETED)',
+      exiting: expect.stringMatching(/^process \d+ \(sleep\) to exit$/),
+      piped: expect.stringMatching(/^read from the stdout of process \d+$/),
+      draining: expect.stringMatching(/^drain of 127\.0\.0\.1:\d+$/),
+    });
   });
 
   it('a gather awaited by many tasks: each of its children is awaited by every one of them, once, in the order they began', async () => {
