@@ -39,6 +39,16 @@ import {
   type GetaddrinfoOptions,
   type Server,
 } from './connections.js';
+import {
+  _connectReadPipe,
+  _connectWritePipe,
+  type ReadPipe,
+  type ReadPipeProtocol,
+  type ReadPipeTransport,
+  type WritePipe,
+  type WritePipeProtocol,
+  type WritePipeTransport,
+} from './pipes.js';
 import type { DatagramProtocol, Protocol } from './protocols.js';
 import { _addSignalHandler, _removeSignalHandler } from './signals.js';
 import type { DatagramTransport, Transport } from './transports.js';
@@ -772,6 +782,42 @@ export class EventLoop {
   ): Coroutine<[transport: DatagramTransport, protocol: P]> {
     this.#checkClosed();
     return yield* _createDatagramEndpoint(this, protocolFactory, options);
+  }
+
+  /**
+   * Drive `protocolFactory()` from the read end of a pipe: a file descriptor of a pipe, FIFO,
+   * socket or terminal (the transport then owns it and closes it when it closes), or a Node
+   * Readable (`child.stdout`, `process.stdin`...); returns once the protocol's `connectionMade`
+   * ran (connect_read_pipe). At EOF: `eofReceived()`, then `connectionLost(null)`. A regular
+   * file raises RangeError('Pipe transport is for pipes/sockets only.').
+   *
+   * @example
+   * ```ts
+   * const fd = openSync(fifoPath, constants.O_RDONLY | constants.O_NONBLOCK);
+   * const [transport, protocol] = yield* loop.connectReadPipe(() => new Collect(), fd);
+   * ```
+   */
+  *connectReadPipe<P extends ReadPipeProtocol>(protocolFactory: () => P, pipe: ReadPipe): Coroutine<[transport: ReadPipeTransport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _connectReadPipe(this, protocolFactory, pipe);
+  }
+
+  /**
+   * Drive `protocolFactory()` from the write end of a pipe: a file descriptor of a pipe, FIFO,
+   * socket or terminal (owned by the transport from then on), or a Node Writable
+   * (`child.stdin`...); returns once the protocol's `connectionMade` ran (connect_write_pipe).
+   * The write buffer has asyncio's flow control (`pauseWriting`/`resumeWriting`).
+   *
+   * @example
+   * ```ts
+   * const [transport] = yield* loop.connectWritePipe(() => new Protocol(), fd);
+   * transport.write(new TextEncoder().encode('hello\n'));
+   * transport.close();
+   * ```
+   */
+  *connectWritePipe<P extends WritePipeProtocol>(protocolFactory: () => P, pipe: WritePipe): Coroutine<[transport: WritePipeTransport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _connectWritePipe(this, protocolFactory, pipe);
   }
 
   /**

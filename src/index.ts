@@ -110,6 +110,14 @@ export {
 export { LoopThreadPool, type LoopThreadPoolOptions, type LoopThreadPoolStatistics } from './loop-thread-pool.js';
 export { logger, type Logger } from './log.js';
 export { BufferedProtocol, DatagramProtocol, Protocol } from './protocols.js';
+export {
+  ReadPipeTransport,
+  WritePipeTransport,
+  type ReadPipe,
+  type ReadPipeProtocol,
+  type WritePipe,
+  type WritePipeProtocol,
+} from './pipes.js';
 export { DatagramTransport, Transport, type SocketAddress } from './transports.js';
 export {
   Server,
