@@ -42,14 +42,19 @@ import {
 import {
   _connectReadPipe,
   _connectWritePipe,
+  _subprocessExec,
+  _subprocessShell,
   type ReadPipe,
   type ReadPipeProtocol,
   type ReadPipeTransport,
+  type SubprocessArgs,
+  type SubprocessTransport,
+  type SubprocessTransportOptions,
   type WritePipe,
   type WritePipeProtocol,
   type WritePipeTransport,
 } from './pipes.js';
-import type { DatagramProtocol, Protocol } from './protocols.js';
+import type { DatagramProtocol, Protocol, SubprocessProtocol } from './protocols.js';
 import { _addSignalHandler, _removeSignalHandler } from './signals.js';
 import type { DatagramTransport, Transport } from './transports.js';
 
@@ -818,6 +823,36 @@ export class EventLoop {
   *connectWritePipe<P extends WritePipeProtocol>(protocolFactory: () => P, pipe: WritePipe): Coroutine<[transport: WritePipeTransport, protocol: P]> {
     this.#checkClosed();
     return yield* _connectWritePipe(this, protocolFactory, pipe);
+  }
+
+  /**
+   * Run `program` with the string arguments that follow (no shell), optionally followed by
+   * the options (stdin, stdout, stderr default PIPE), and drive `protocolFactory()` (a
+   * SubprocessProtocol) from it; returns once its `connectionMade` ran (subprocess_exec). The OS
+   * error (with its `code`, e.g. ENOENT) when it cannot start.
+   *
+   * @example
+   * ```ts
+   * const [transport, protocol] = yield* loop.subprocessExec(() => new Collect(), 'ls', '-1', '/', { stderr: DEVNULL });
+   * ```
+   */
+  *subprocessExec<P extends SubprocessProtocol>(protocolFactory: () => P, program: string, ...args: SubprocessArgs): Coroutine<[transport: SubprocessTransport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _subprocessExec(this, protocolFactory, program, args);
+  }
+
+  /**
+   * Run `cmd` through the shell (`/bin/sh -c`) and drive `protocolFactory()` from it
+   * (subprocess_shell).
+   *
+   * @example
+   * ```ts
+   * const [transport, protocol] = yield* loop.subprocessShell(() => new Collect(), 'ls -1 | wc -l');
+   * ```
+   */
+  *subprocessShell<P extends SubprocessProtocol>(protocolFactory: () => P, cmd: string, options: SubprocessTransportOptions = {}): Coroutine<[transport: SubprocessTransport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _subprocessShell(this, protocolFactory, cmd, options);
   }
 
   /**

@@ -1,6 +1,7 @@
 /**
- * Pipes as transports (asyncio's unix_events): what `loop.connectReadPipe` and
- * `loop.connectWritePipe` make. The engines are in internal/pipes/; this module is their public
+ * Pipes and child processes as transports (asyncio's unix_events and base_subprocess): what
+ * `loop.connectReadPipe`, `loop.connectWritePipe`, `loop.subprocessExec` and
+ * `loop.subprocessShell` make. The engines are in internal/pipes/; this module is their public
  * face and the loop methods' bodies.
  *
  * A pipe is given as a file descriptor (of a pipe, a FIFO, a socket or a terminal; the transport
@@ -13,10 +14,13 @@ import type { Coroutine } from './coroutines.js';
 import { repr } from './internal/format.js';
 import { openReadPipe, openWritePipe } from './internal/pipes/open.js';
 import { ReadPipeTransport, type ReadPipeProtocol } from './internal/pipes/read-pipe.js';
+import { SubprocessTransport, type SubprocessTransportOptions } from './internal/pipes/subprocess.js';
 import { WritePipeTransport, type WritePipeProtocol } from './internal/pipes/write-pipe.js';
+import type { SubprocessProtocol } from './protocols.js';
 
 export { ReadPipeTransport, type ReadPipeProtocol } from './internal/pipes/read-pipe.js';
 export { WritePipeTransport, type WritePipeProtocol } from './internal/pipes/write-pipe.js';
+export { SubprocessTransport, type StdioTarget, type SubprocessTransportOptions } from './internal/pipes/subprocess.js';
 export type { ReadPipe, WritePipe } from './internal/pipes/open.js';
 
 function checkFactory(factory: unknown, what: string): void {
@@ -63,5 +67,45 @@ export function* _connectWritePipe<P extends WritePipeProtocol>(loop: EventLoop,
     transport.abort();
     throw error;
   }
+  return [transport, protocol];
+}
+
+/** The arguments after `program`: strings, then optionally the options. */
+export type SubprocessArgs = string[] | [...string[], SubprocessTransportOptions];
+
+/** @internal The body of `loop.subprocessExec`. */
+export function* _subprocessExec<P extends SubprocessProtocol>(loop: EventLoop, protocolFactory: () => P, program: string, rest: SubprocessArgs): Coroutine<[SubprocessTransport, P]> {
+  const what = 'subprocessExec()';
+  checkFactory(protocolFactory, what);
+  if (typeof program !== 'string' || program === '') throw new TypeError(`${what} program must be a non-empty string, got ${repr(program)}`);
+  const last = rest.length > 0 ? rest[rest.length - 1] : undefined;
+  const hasOptions = typeof last === 'object' && last !== null;
+  const args = (hasOptions ? rest.slice(0, -1) : rest) as unknown[];
+  args.forEach((arg, i) => {
+    if (typeof arg !== 'string') throw new TypeError(`${what} args[${i}] must be a string, got ${repr(arg)}`);
+  });
+  const options = (hasOptions ? last : {}) as SubprocessTransportOptions;
+  return yield* start(loop, protocolFactory, program, args as string[], options, what);
+}
+
+/** @internal The body of `loop.subprocessShell`. */
+export function* _subprocessShell<P extends SubprocessProtocol>(loop: EventLoop, protocolFactory: () => P, cmd: string, options: SubprocessTransportOptions): Coroutine<[SubprocessTransport, P]> {
+  const what = 'subprocessShell()';
+  checkFactory(protocolFactory, what);
+  if (typeof cmd !== 'string') throw new RangeError('cmd must be a string');
+  return yield* start(loop, protocolFactory, '/bin/sh', ['-c', cmd], options, what);
+}
+
+function* start<P extends SubprocessProtocol>(
+  loop: EventLoop,
+  protocolFactory: () => P,
+  program: string,
+  args: string[],
+  options: SubprocessTransportOptions,
+  what: string,
+): Coroutine<[SubprocessTransport, P]> {
+  const protocol = protocolFactory();
+  const transport = new SubprocessTransport(loop, protocol, program, args, options, what);
+  yield* transport._started();
   return [transport, protocol];
 }

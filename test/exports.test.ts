@@ -54,6 +54,8 @@ const EXPECTED_EXPORTS = [
   'Server',
   'StreamReader',
   'StreamWriter',
+  'SubprocessProtocol',
+  'SubprocessTransport',
   'SystemExit',
   'Task',
   'TaskGroup',
