@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Protocol, getRunningLoop, logger, run, sleep, type ReadPipeTransport, type WritePipeTransport } from '../src/index.js';
 import { until, noteCall } from './helpers/io.js';
+import { startFixture } from './helpers/child-process.js';
 import { restoreLogger } from './helpers/logger.js';
 
 const dec = new TextDecoder();
@@ -324,5 +325,13 @@ describe('loop.connectWritePipe', () => {
     // asyncio's counter: the failed write counts, so the fifth later write is the first to warn.
     expect(warnings).toEqual(Array(3).fill('pipe closed by peer or os.write(pipe, data) raised exception.'));
     expect(await settledHandles()).toBe(before);
+  });
+
+  it('a socket given by descriptor: the reader closing its end ends the transport with nothing written (asyncio\'s reader trick)', async () => {
+    const started = startFixture('pipe-peer-gone.mjs');
+    await started.printed('ready\n');
+    started.child.stdout!.destroy();
+    const exit = await started.exited;
+    expect({ code: exit.code, stderr: exit.stderr }).toEqual({ code: 0, stderr: 'made,lost:null closing=true\n' });
   });
 });

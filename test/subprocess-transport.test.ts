@@ -308,4 +308,23 @@ describe('subprocess faults', () => {
     expect(seen.closing).toBe(true);
     expect(await settledHandles()).toBe(before);
   });
+
+  it('a child still running when its loop closes is killed and its pipes closed: nothing left open', async () => {
+    const before = await settledHandles();
+    const pid = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        const [transport] = yield* loop.subprocessExec(() => new Recorder(), 'sleep', '30');
+        return transport.getPid()!;
+      })(),
+    );
+    expect(await settledHandles()).toBe(before);
+    let alive = true;
+    try {
+      process.kill(pid, 0);
+    } catch {
+      alive = false;
+    }
+    expect(alive).toBe(false);
+  });
 });
