@@ -194,6 +194,41 @@ describe('loop.connectReadPipe', () => {
     expect(seen).toEqual({ calls: ['made', 'lost:null'], closing: true, writeError: 'EPIPE' });
   });
 
+  it('a stream its owner destroys ends the transport as EOF would: eof, then lost(null), once', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        const [readFd, writeFd] = fifo();
+        const stream = new Socket({ fd: readFd, readable: true, writable: false });
+        const [, protocol] = yield* loop.connectReadPipe(() => new Recorder(), stream);
+        stream.destroy();
+        yield* until(() => protocol.calls.some((call) => call.startsWith('lost')));
+        yield* sleep(0.02);
+        closeSync(writeFd);
+        return protocol.calls;
+      })(),
+    );
+    expect(seen).toEqual(['made', 'eof', 'lost:null']);
+  });
+
+  it('reads and writes the null device (a character device that is no terminal)', async () => {
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        const [, reading] = yield* loop.connectReadPipe(() => new Recorder(), openSync('/dev/null', 'r'));
+        const [writer, writing] = yield* loop.connectWritePipe(() => new Recorder(), openSync('/dev/null', 'w'));
+        writer.write(new Uint8Array(100));
+        writer.close();
+        yield* until(() => [reading, writing].every((protocol) => protocol.calls.some((call) => call.startsWith('lost'))));
+        return [reading.calls, writing.calls];
+      })(),
+    );
+    expect(seen).toEqual([
+      ['made', 'eof', 'lost:null'],
+      ['made', 'lost:null'],
+    ]);
+  });
+
   it('reads a child\'s stdout given as a Node stream; getExtraInfo("pipe") is that stream', async () => {
     const seen = await run(
       (function* () {

@@ -64,6 +64,7 @@ export class ReadPipeTransport implements LoopResource {
     stream.on('data', this.#onData);
     stream.on('end', this.#onEnd);
     stream.on('error', this.#onError);
+    stream.on('close', this.#onClose);
     loop.callSoon(this.#connectionMade);
     loop.callSoon(() => {
       this.#made = true;
@@ -90,6 +91,13 @@ export class ReadPipeTransport implements LoopResource {
   };
 
   readonly #onEnd = (): void => {
+    this.#eof = true;
+    this.#deliverSoon();
+  };
+
+  /** The stream was destroyed under us (by its owner) without an end or an error: that is EOF too. */
+  readonly #onClose = (): void => {
+    if (this.#eof || this.#closing) return;
     this.#eof = true;
     this.#deliverSoon();
   };
@@ -162,6 +170,7 @@ export class ReadPipeTransport implements LoopResource {
     this.#stream = null;
     stream.off('data', this.#onData);
     stream.off('end', this.#onEnd);
+    stream.off('close', this.#onClose);
     // Errors of a stream being torn down are no one's to hear any more.
     stream.off('error', this.#onError);
     stream.on('error', ignore);
