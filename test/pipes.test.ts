@@ -9,7 +9,7 @@ import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Protocol, getRunningLoop, logger, run, sleep, type ReadPipeTransport, type WritePipeTransport } from '../src/index.js';
+import { Protocol, getRunningLoop, logger, newEventLoop, run, sleep, type ReadPipeTransport, type WritePipeTransport } from '../src/index.js';
 import { until, noteCall } from './helpers/io.js';
 import { startFixture } from './helpers/child-process.js';
 import { restoreLogger } from './helpers/logger.js';
@@ -368,5 +368,43 @@ describe('loop.connectWritePipe', () => {
     started.child.stdout!.destroy();
     const exit = await started.exited;
     expect({ code: exit.code, stderr: exit.stderr }).toEqual({ code: 0, stderr: 'made,lost:null closing=true\n' });
+  });
+
+  it('checks its arguments: a closed loop, a factory that is no function, a pipe of another kind, data that is no bytes', async () => {
+    const closed = newEventLoop();
+    closed.close();
+    const [readFd, writeFd] = fifo();
+    const seen = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        const errors: string[] = [];
+        const [transport] = yield* loop.connectWritePipe(() => new Recorder(), writeFd);
+        const attempts: Array<() => unknown> = [
+          () => closed.connectWritePipe(() => new Recorder(), writeFd).next(),
+          () => loop.connectWritePipe(null as unknown as () => Recorder, writeFd).next(),
+          () => loop.connectWritePipe(() => new Recorder(), 'fd' as unknown as number).next(),
+          () => loop.connectReadPipe(() => new Recorder(), -1).next(),
+          () => transport.write('text' as unknown as Uint8Array),
+        ];
+        for (const attempt of attempts) {
+          try {
+            attempt();
+            errors.push('no error');
+          } catch (error) {
+            errors.push(`${(error as Error).name}: ${(error as Error).message}`);
+          }
+        }
+        transport.close();
+        return errors;
+      })(),
+    );
+    closeSync(readFd);
+    expect(seen).toEqual([
+      'RuntimeError: Event loop is closed',
+      'TypeError: connectWritePipe() needs a protocol factory (a function returning a protocol), got null',
+      "TypeError: connectWritePipe() pipe must be a file descriptor or a Writable stream, got 'fd'",
+      'RangeError: connectReadPipe(): a file descriptor must be a non-negative integer, got -1',
+      "TypeError: data argument must be a bytes-like object, not 'string'",
+    ]);
   });
 });
