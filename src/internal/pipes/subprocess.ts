@@ -15,7 +15,6 @@ import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import type { EventLoop } from '../../base-events.js';
 import type { Coroutine } from '../../coroutines.js';
-import type { Future } from '../../futures.js';
 import type { SubprocessProtocol } from '../../protocols.js';
 import { DEVNULL, PIPE, STDOUT } from '../../subprocess.js';
 import { _trackOpen, _untrackOpen, type LoopResource } from '../../transports.js';
@@ -127,7 +126,6 @@ export class SubprocessTransport implements LoopResource {
   readonly #all: Array<ReadPipeTransport | WritePipeTransport> = [];
   /** Protocol calls made before `connectionMade`, waiting for it; null once it ran. */
   #pending: Array<() => void> | null = [];
-  #exitWaiters: Array<Future<number>> = [];
 
   /** @internal Made by `loop.subprocessExec` / `subprocessShell`: starts `program` at once. */
   constructor(loop: EventLoop, protocol: SubprocessProtocol, program: string, args: string[], options: SubprocessTransportOptions, what: string) {
@@ -241,21 +239,11 @@ export class SubprocessTransport implements LoopResource {
     try {
       this.#protocol.connectionLost(null);
     } finally {
-      const waiters = this.#exitWaiters;
-      this.#exitWaiters = [];
-      for (const waiter of waiters) if (!waiter.done()) waiter.setResult(this.#returncode as number);
+      // Done with the child: signals raise ProcessLookupError from now on, as asyncio's.
       this.#child = null;
       _untrackOpen(this.#loop, this);
     }
   };
-
-  /** @internal Wait until the transport is done (the child ended and every pipe closed); returns the exit code. */
-  *_wait(): Coroutine<number> {
-    if (this.#finished && this.#exitWaiters.length === 0 && this.#child === null) return this.#returncode as number;
-    const waiter = this.#loop.createFuture<number>();
-    this.#exitWaiters.push(waiter);
-    return yield* waiter;
-  }
 
   /** @internal The loop closed: kill a child still running and let its pipes go. */
   _closeAtLoopClose(): void {
