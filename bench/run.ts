@@ -10,6 +10,7 @@ import { bullmqWorkloads } from './bullmq.js';
 import { executorWorkloads } from './executor.js';
 import { healthWorkloads } from './health.js';
 import { ioWorkloads } from './io.js';
+import { pipeWorkloads } from './pipes.js';
 import { poolWorkloads } from './pool.js';
 import { monitorWorkloads } from './monitor.js';
 import { startupWorkloads } from './startup.js';
@@ -32,6 +33,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['startup', startupWorkloads],
   ['executor', executorWorkloads],
   ['io', ioWorkloads],
+  ['pipes', pipeWorkloads],
   ['bullmq', bullmqWorkloads],
   ['health', healthWorkloads],
   ['monitor', monitorWorkloads],

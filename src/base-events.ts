@@ -39,7 +39,22 @@ import {
   type GetaddrinfoOptions,
   type Server,
 } from './connections.js';
-import type { DatagramProtocol, Protocol } from './protocols.js';
+import {
+  _connectReadPipe,
+  _connectWritePipe,
+  _subprocessExec,
+  _subprocessShell,
+  type ReadPipe,
+  type ReadPipeProtocol,
+  type ReadPipeTransport,
+  type SubprocessArgs,
+  type SubprocessTransport,
+  type SubprocessTransportOptions,
+  type WritePipe,
+  type WritePipeProtocol,
+  type WritePipeTransport,
+} from './pipes.js';
+import type { DatagramProtocol, Protocol, SubprocessProtocol } from './protocols.js';
 import { _addSignalHandler, _removeSignalHandler } from './signals.js';
 import type { DatagramTransport, Transport } from './transports.js';
 
@@ -772,6 +787,72 @@ export class EventLoop {
   ): Coroutine<[transport: DatagramTransport, protocol: P]> {
     this.#checkClosed();
     return yield* _createDatagramEndpoint(this, protocolFactory, options);
+  }
+
+  /**
+   * Drive `protocolFactory()` from the read end of a pipe: a file descriptor of a pipe, FIFO,
+   * socket or terminal (the transport then owns it and closes it when it closes), or a Node
+   * Readable (`child.stdout`, `process.stdin`...); returns once the protocol's `connectionMade`
+   * ran (connect_read_pipe). At EOF: `eofReceived()`, then `connectionLost(null)`. A regular
+   * file raises RangeError('Pipe transport is for pipes/sockets only.').
+   *
+   * @example
+   * ```ts
+   * const fd = openSync(fifoPath, constants.O_RDONLY | constants.O_NONBLOCK);
+   * const [transport, protocol] = yield* loop.connectReadPipe(() => new Collect(), fd);
+   * ```
+   */
+  *connectReadPipe<P extends ReadPipeProtocol>(protocolFactory: () => P, pipe: ReadPipe): Coroutine<[transport: ReadPipeTransport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _connectReadPipe(this, protocolFactory, pipe);
+  }
+
+  /**
+   * Drive `protocolFactory()` from the write end of a pipe: a file descriptor of a pipe, FIFO,
+   * socket or terminal (owned by the transport from then on), or a Node Writable
+   * (`child.stdin`...); returns once the protocol's `connectionMade` ran (connect_write_pipe).
+   * The write buffer has asyncio's flow control (`pauseWriting`/`resumeWriting`).
+   *
+   * @example
+   * ```ts
+   * const [transport] = yield* loop.connectWritePipe(() => new Protocol(), fd);
+   * transport.write(new TextEncoder().encode('hello\n'));
+   * transport.close();
+   * ```
+   */
+  *connectWritePipe<P extends WritePipeProtocol>(protocolFactory: () => P, pipe: WritePipe): Coroutine<[transport: WritePipeTransport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _connectWritePipe(this, protocolFactory, pipe);
+  }
+
+  /**
+   * Run `program` with the string arguments that follow (no shell), optionally followed by
+   * the options (stdin, stdout, stderr default PIPE), and drive `protocolFactory()` (a
+   * SubprocessProtocol) from it; returns once its `connectionMade` ran (subprocess_exec). The OS
+   * error (with its `code`, e.g. ENOENT) when it cannot start.
+   *
+   * @example
+   * ```ts
+   * const [transport, protocol] = yield* loop.subprocessExec(() => new Collect(), 'ls', '-1', '/', { stderr: DEVNULL });
+   * ```
+   */
+  *subprocessExec<P extends SubprocessProtocol>(protocolFactory: () => P, program: string, ...args: SubprocessArgs): Coroutine<[transport: SubprocessTransport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _subprocessExec(this, protocolFactory, program, args);
+  }
+
+  /**
+   * Run `cmd` through the shell (`/bin/sh -c`) and drive `protocolFactory()` from it
+   * (subprocess_shell).
+   *
+   * @example
+   * ```ts
+   * const [transport, protocol] = yield* loop.subprocessShell(() => new Collect(), 'ls -1 | wc -l');
+   * ```
+   */
+  *subprocessShell<P extends SubprocessProtocol>(protocolFactory: () => P, cmd: string, options: SubprocessTransportOptions = {}): Coroutine<[transport: SubprocessTransport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _subprocessShell(this, protocolFactory, cmd, options);
   }
 
   /**

@@ -109,7 +109,19 @@ export {
 } from './loop-thread.js';
 export { LoopThreadPool, type LoopThreadPoolOptions, type LoopThreadPoolStatistics } from './loop-thread-pool.js';
 export { logger, type Logger } from './log.js';
-export { BufferedProtocol, DatagramProtocol, Protocol } from './protocols.js';
+export { BufferedProtocol, DatagramProtocol, Protocol, SubprocessProtocol } from './protocols.js';
+export {
+  ReadPipeTransport,
+  SubprocessTransport,
+  WritePipeTransport,
+  type ReadPipe,
+  type ReadPipeProtocol,
+  type StdioTarget,
+  type SubprocessArgs,
+  type SubprocessTransportOptions,
+  type WritePipe,
+  type WritePipeProtocol,
+} from './pipes.js';
 export { DatagramTransport, Transport, type SocketAddress } from './transports.js';
 export {
   Server,

@@ -5,6 +5,7 @@
  */
 import { RuntimeError } from './exceptions.js';
 import { typeName } from './internal/format.js';
+import type { SubprocessTransport } from './internal/pipes/subprocess.js';
 import type { DatagramTransport, SocketAddress, Transport } from './transports.js';
 
 /**
@@ -47,6 +48,60 @@ export class Protocol {
   }
 
   /** The transport's write buffer drained below its low-water mark. */
+  resumeWriting(): void {
+    // Nothing to do by default.
+  }
+}
+
+/**
+ * The base class of protocols of child processes (asyncio.SubprocessProtocol), as
+ * `loop.subprocessExec` / `loop.subprocessShell` drive them: every method here does nothing.
+ * `processExited()` comes when the child ends, `connectionLost(null)` once it ended and all its
+ * pipes closed.
+ *
+ * @example
+ * ```ts
+ * class Collect extends SubprocessProtocol {
+ *   readonly out: Uint8Array[] = [];
+ *   override pipeDataReceived(fd: number, data: Uint8Array): void { if (fd === 1) this.out.push(data); }
+ * }
+ * const [transport, protocol] = yield* loop.subprocessExec(() => new Collect(), 'ls', '-1');
+ * ```
+ */
+export class SubprocessProtocol {
+  /** The child started and its pipes are connected; `transport` is its transport. */
+  connectionMade(transport: SubprocessTransport): void {
+    void transport;
+  }
+
+  /** The child wrote `data` to its stdout (`fd` 1) or stderr (`fd` 2) (pipe_data_received). */
+  pipeDataReceived(fd: number, data: Uint8Array): void {
+    void fd;
+    void data;
+  }
+
+  /** The child's pipe `fd` closed: `exc` is null at EOF or on close, else the error (pipe_connection_lost). */
+  pipeConnectionLost(fd: number, exc: Error | null): void {
+    void fd;
+    void exc;
+  }
+
+  /** The child ended (process_exited); its exit code is `transport.getReturncode()`. */
+  processExited(): void {
+    // Nothing to do by default.
+  }
+
+  /** The transport is done: the child ended and every pipe closed. */
+  connectionLost(exc: Error | null): void {
+    void exc;
+  }
+
+  /** The child's stdin buffer went over its high-water mark. */
+  pauseWriting(): void {
+    // Nothing to do by default.
+  }
+
+  /** The child's stdin buffer drained below its low-water mark. */
   resumeWriting(): void {
     // Nothing to do by default.
   }

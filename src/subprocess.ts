@@ -52,12 +52,14 @@ export interface SubprocessOptions {
  */
 class PipeReaderProtocol extends Protocol {
   readonly #reader: StreamReader;
+  readonly #closed: () => void;
   #open: number;
 
-  constructor(reader: StreamReader, pipes: number) {
+  constructor(reader: StreamReader, pipes: number, closed: () => void) {
     super();
     this.#reader = reader;
     this.#open = pipes;
+    this.#closed = closed;
   }
 
   override dataReceived(data: Uint8Array): void {
@@ -69,11 +71,27 @@ class PipeReaderProtocol extends Protocol {
   }
 
   override connectionLost(exc: Error | null): void {
+    this.#closed();
     if (exc !== null) {
       this.#reader._setException(exc);
       return;
     }
     if (--this.#open === 0) this.#reader._feedEof();
+  }
+}
+
+/** The protocol of a child's stdin: a StreamWriter's, telling the Process when the pipe closed. */
+class StdinProtocol extends _StreamReaderProtocol {
+  readonly #closed: () => void;
+
+  constructor(loop: EventLoop, closed: () => void) {
+    super(null, null, loop);
+    this.#closed = closed;
+  }
+
+  override connectionLost(exc: Error | null): void {
+    super.connectionLost(exc);
+    this.#closed();
   }
 }
 
@@ -123,6 +141,8 @@ export class Process implements LoopResource {
   readonly #child: ChildProcess;
   readonly #transports: Transport[];
   #returncode: number | null = null;
+  /** Pipes not closed yet: `wait()` returns once the child ended and they all closed, as asyncio's. */
+  #openPipes = 0;
   #waiters: Array<Future<number>> = [];
   /** What a task in wait() waits for, as ps() says it. */
   #exitNote: WaitNote | null = null;
@@ -133,9 +153,14 @@ export class Process implements LoopResource {
     this.#child = child;
     const transports: Transport[] = [];
     this.#transports = transports;
+    const pipeClosed = (): void => {
+      this.#openPipes--;
+      this.#wakeWaiters();
+    };
     const pipeReader = (pipes: Readable[]): StreamReader => {
+      this.#openPipes += pipes.length;
       const reader = new StreamReader(limit, loop);
-      const protocol = new PipeReaderProtocol(reader, pipes.length);
+      const protocol = new PipeReaderProtocol(reader, pipes.length, pipeClosed);
       const made = pipes.map((pipe) => new Transport(loop, protocol, { readable: pipe, writable: null, extra: { pipe } }));
       transports.push(...made);
       reader._setTransport(new PipesControl(made));
@@ -148,7 +173,8 @@ export class Process implements LoopResource {
     stdout?._setSource(`the stdout of process ${child.pid}`);
     this.stderr?._setSource(`the stderr of process ${child.pid}`);
     if (child.stdin !== null) {
-      const protocol = new _StreamReaderProtocol(null, null, loop);
+      this.#openPipes++;
+      const protocol = new StdinProtocol(loop, pipeClosed);
       protocol._target = `the stdin of process ${child.pid}`;
       const transport = new Transport(loop, protocol, { readable: null, writable: child.stdin, extra: { pipe: child.stdin } });
       transports.push(transport);
@@ -159,14 +185,20 @@ export class Process implements LoopResource {
     const exited = (code: number | null, signal: NodeJS.Signals | null): void => {
       this.#returncode = code ?? -(signal === null ? 0 : (constants.signals[signal] ?? 0));
       _untrackOpen(loop, this);
-      const waiters = this.#waiters;
-      this.#waiters = [];
-      for (const waiter of waiters) if (!waiter.done()) waiter.setResult(this.#returncode);
+      this.#wakeWaiters();
     };
     _trackOpen(loop, this);
     // The child may have ended already, between its start and now.
     if (child.exitCode !== null || child.signalCode !== null) exited(child.exitCode, child.signalCode);
     else child.once('exit', exited);
+  }
+
+  /** The child ended and every pipe closed: `wait()` returns. */
+  #wakeWaiters(): void {
+    if (this.#returncode === null || this.#openPipes > 0) return;
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const waiter of waiters) if (!waiter.done()) waiter.setResult(this.#returncode);
   }
 
   /** The process id. */
@@ -186,9 +218,12 @@ export class Process implements LoopResource {
     for (const transport of this.#transports) transport._closeAtLoopClose();
   }
 
-  /** Wait for the process to end; returns `returncode`. Cancelling the wait leaves the process running. */
+  /**
+   * Wait for the process to end and its pipes to close, as asyncio's; returns `returncode`.
+   * Cancelling the wait leaves the process running.
+   */
   *wait(): Coroutine<number> {
-    if (this.#returncode !== null) return this.#returncode;
+    if (this.#returncode !== null && this.#openPipes === 0) return this.#returncode;
     const waiter = this.#loop.createFuture<number>();
     waiter._result = this.#exitNote ??= new WaitNote(`process ${this.pid} (${this.#child.spawnfile}) to exit`, false);
     this.#waiters.push(waiter);

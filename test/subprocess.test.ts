@@ -41,6 +41,23 @@ function alive(pid: number): boolean {
 }
 
 describe('createSubprocessExec and Process', () => {
+  it('wait() returns once the child ended and its pipes closed, as asyncio\'s: drain() on stdin then raises ConnectionResetError(\'Connection lost\')', async () => {
+    const seen = await run(
+      (function* () {
+        const child = yield* createSubprocessExec('true', [], { stdin: PIPE });
+        yield* child.wait();
+        child.stdin!.write(new Uint8Array(10));
+        try {
+          yield* child.stdin!.drain();
+          return 'no error';
+        } catch (error) {
+          return `${(error as Error).name}: ${(error as Error).message}`;
+        }
+      })(),
+    );
+    expect(seen).toBe('ConnectionResetError: Connection lost');
+  });
+
   it('communicate() sends the input, reads stdout and stderr to EOF, and waits for the exit code', async () => {
     const seen = await run(
       (function* () {
