@@ -65,15 +65,18 @@ class Recorder extends Protocol {
 
 describe('Transport and Protocol', () => {
   it('calls the protocol in order, inside loop iterations, never re-entrantly: made, data, eof, lost', async () => {
+    // The second piece goes once the first arrived (the client says so): two reads whatever the load.
     const peer = await nodeServer((socket) => {
       socket.write('one');
-      setTimeout(() => socket.end('two'), 10);
+      socket.once('data', () => socket.end('two'));
     });
     try {
       const calls = await run(
         (function* () {
           const loop = getRunningLoop();
-          const [, protocol] = yield* loop.createConnection(() => new Recorder(), '127.0.0.1', peer.port);
+          const [transport, protocol] = yield* loop.createConnection(() => new Recorder(), '127.0.0.1', peer.port);
+          yield* until(() => protocol.calls.includes('data:one'));
+          transport.write(Buffer.from('go'));
           yield* until(() => protocol.calls.some((call) => call.startsWith('lost')));
           return protocol.calls;
         })(),
