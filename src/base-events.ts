@@ -32,6 +32,7 @@ import {
   _createDatagramEndpoint,
   _createServer,
   _getaddrinfo,
+  _getnameinfo,
   type AddrInfo,
   type CreateConnectionOptions,
   type CreateServerOptions,
@@ -867,6 +868,24 @@ export class EventLoop {
   *getaddrinfo(host: string | null, port: number | string | null, options: GetaddrinfoOptions = {}): Coroutine<AddrInfo[]> {
     this.#checkClosed();
     return yield* _getaddrinfo(this, host, port, options);
+  }
+
+  /**
+   * The host name and service of a numeric address (asyncio's getnameinfo): `[host, port]` (or
+   * `[host, port, flowinfo, scopeId]` for IPv6) to `[name, service]`, e.g. `['localhost', 'http']`
+   * for `['127.0.0.1', 80]`. `flags` are getnameinfo's (`NI_NUMERICHOST`, `NI_NUMERICSERV`,
+   * `NI_NAMEREQD`, `NI_NOFQDN`; NI_DGRAM is accepted and has no effect: Node names TCP services).
+   * An address without a name comes back as it is, unless `NI_NAMEREQD`: then Node's error
+   * (ENOTFOUND, or EAI_AGAIN when no DNS answers); a host that is no numeric address is ENOTFOUND.
+   *
+   * @example
+   * ```ts
+   * const [name, service] = yield* loop.getnameinfo(['127.0.0.1', 443]); // ['localhost', 'https']
+   * ```
+   */
+  *getnameinfo(sockaddr: [host: string, port: number] | [host: string, port: number, flowinfo: number, scopeId: number], flags = 0): Coroutine<[string, string]> {
+    this.#checkClosed();
+    return yield* _getnameinfo(this, sockaddr, flags);
   }
 
   /**

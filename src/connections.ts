@@ -578,6 +578,71 @@ export function* _createDatagramEndpoint<P extends DatagramProtocol>(
   return [transport, protocol];
 }
 
+/** getnameinfo flag (socket.NI_NUMERICHOST): the address as it is, not its name. */
+export const NI_NUMERICHOST = 1;
+/** getnameinfo flag (socket.NI_NUMERICSERV): the port as a number, not its service name. */
+export const NI_NUMERICSERV = 2;
+/** getnameinfo flag (socket.NI_NOFQDN): the name up to its first dot. */
+export const NI_NOFQDN = 4;
+/** getnameinfo flag (socket.NI_NAMEREQD): an address without a name is an error. */
+export const NI_NAMEREQD = 8;
+/** getnameinfo flag (socket.NI_DGRAM): accepted, without effect (Node names TCP services). */
+export const NI_DGRAM = 16;
+
+/** A Node DNS error as `dns` makes them (`getnameinfo ENOTFOUND 192.0.2.1`). */
+function nameError(host: string): Error {
+  return Object.assign(new Error(`getnameinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND', syscall: 'getnameinfo', hostname: host });
+}
+
+/** `dns.lookupService` as a Future of `loop`: [hostname, service], or its error. */
+function* lookupService(loop: EventLoop, host: string, port: number): Coroutine<[string, string]> {
+  const found = loop.createFuture<[string, string]>();
+  loadDns().lookupService(host, port, (error, hostname, service) => {
+    if (found.done()) return;
+    if (error !== null) found._setExceptionUnchecked(error);
+    else found._setResultUnchecked([hostname, service]);
+  });
+  return yield* found;
+}
+
+/** @internal loop.getnameinfo: see EventLoop.getnameinfo. */
+export function* _getnameinfo(loop: EventLoop, sockaddr: unknown, flags: number): Coroutine<[string, string]> {
+  if (!Array.isArray(sockaddr)) throw new TypeError(`getnameinfo() argument 1 must be a [host, port] array, got ${repr(sockaddr)}`);
+  if (sockaddr.length !== 2 && sockaddr.length !== 4) throw new TypeError('getnameinfo(): illegal sockaddr argument');
+  const [host, port] = sockaddr as unknown[];
+  if (typeof host !== 'string') throw new TypeError(`getnameinfo() host must be a string, got ${repr(host)}`);
+  if (typeof port !== 'number' || !Number.isInteger(port)) throw new TypeError(`getnameinfo() port must be an integer, got ${repr(port)}`);
+  if (port < 0 || port > 65535) throw new RangeError('getnameinfo(): port must be 0-65535.');
+  if (!Number.isInteger(flags)) throw new TypeError(`getnameinfo() flags must be an integer, got ${repr(flags)}`);
+  // As getnameinfo(3) behind Python's: the address must be numeric, it is never resolved forward.
+  if (net.isIP(host) === 0) throw nameError(host);
+  const numericHost = (flags & NI_NUMERICHOST) !== 0;
+  const numericService = (flags & NI_NUMERICSERV) !== 0;
+  if (numericHost && numericService) return [host, String(port)];
+  let name = host;
+  let service: string | null = null;
+  if (!numericHost) {
+    try {
+      [name, service] = yield* lookupService(loop, host, port);
+    } catch (error) {
+      // Node asks with NI_NAMEREQD: an address without a name (or no answer at all) fails. Without
+      // the flag getnameinfo(3) answers with the address instead.
+      if ((flags & NI_NAMEREQD) !== 0) throw error;
+    }
+    if ((flags & NI_NOFQDN) !== 0 && net.isIP(name) === 0) name = name.split('.')[0] as string;
+  }
+  if (numericService) return [name, String(port)];
+  if (service === null) {
+    // The service's name does not depend on the address: ask for it with one that has a name.
+    try {
+      [, service] = yield* lookupService(loop, net.isIP(host) === 6 ? '::1' : '127.0.0.1', port);
+    } catch {
+      service = String(port);
+    }
+  }
+  return [name, service];
+}
+
 /**
  * Resolve `host` and `port` without blocking the loop (getaddrinfo): one entry per address and
  * socket type (stream, datagram, raw), as getaddrinfo lists them without hints.

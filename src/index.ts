@@ -124,6 +124,11 @@ export {
 } from './pipes.js';
 export { DatagramTransport, Transport, type SocketAddress } from './transports.js';
 export {
+  NI_DGRAM,
+  NI_NAMEREQD,
+  NI_NOFQDN,
+  NI_NUMERICHOST,
+  NI_NUMERICSERV,
   Server,
   type AddrInfo,
   type CreateConnectionOptions,
