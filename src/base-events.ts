@@ -737,8 +737,8 @@ export class EventLoop {
   }
 
   /**
-   * Listen on `host:port` (null host: every interface; port 0: a free one); each connection gets
-   * `protocolFactory()` (create_server).
+   * Listen on `host:port` (null host: every interface; port 0: a free one), or serve on
+   * `options.sock` (host and port null); each connection gets `protocolFactory()` (create_server).
    *
    * @example
    * ```ts
@@ -746,13 +746,16 @@ export class EventLoop {
    * const [, port] = server.address() as [string, number];
    * ```
    */
-  *createServer(protocolFactory: () => Protocol, host: string | null, port: number, options: CreateServerOptions = {}): Coroutine<Server> {
+  *createServer(protocolFactory: () => Protocol, host: string | null, port: number | null, options: CreateServerOptions = {}): Coroutine<Server> {
     this.#checkClosed();
     return yield* _createServer(this, protocolFactory, { host, port }, options, 'createServer()');
   }
 
-  /** Listen on the Unix socket at `path`; closing the server removes the socket file (create_unix_server). */
-  *createUnixServer(protocolFactory: () => Protocol, path: string, options: CreateServerOptions = {}): Coroutine<Server> {
+  /**
+   * Listen on the Unix socket at `path`, or serve on `options.sock` (path null); closing the
+   * server removes the socket file unless `cleanupSocket` is false (create_unix_server).
+   */
+  *createUnixServer(protocolFactory: () => Protocol, path: string | null, options: CreateServerOptions = {}): Coroutine<Server> {
     this.#checkClosed();
     return yield* _createServer(this, protocolFactory, { path }, options, 'createUnixServer()');
   }

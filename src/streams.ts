@@ -9,7 +9,7 @@
  * towards the peer) until the buffer drains.
  */
 import type { EventLoop } from './base-events.js';
-import { _createConnection, _createServer, type Server } from './connections.js';
+import { _createConnection, _createServer, type CreateConnectionOptions, type Server, type ServerEndpoint } from './connections.js';
 import { isCoroutine, type Coroutine } from './coroutines.js';
 import { IncompleteReadError, LimitOverrunError, RuntimeError } from './exceptions.js';
 import type { Future } from './futures.js';
@@ -19,7 +19,7 @@ import { _getEventLoop, _getRunningLoop } from './internal/running.js';
 import { Protocol } from './protocols.js';
 import { sleep } from './tasks.js';
 import type { SocketAddress, Transport } from './transports.js';
-import type { Socket } from 'node:net';
+import type { Server as NetServer, Socket } from 'node:net';
 import type * as tls from 'node:tls';
 
 /** asyncio's default buffer limit of a StreamReader: 64 KiB. */
@@ -35,6 +35,8 @@ export interface OpenConnectionOptions {
   ssl?: boolean | tls.ConnectionOptions;
   /** The host name to check the server's certificate against (SNI), when it differs from `host`. */
   serverHostname?: string;
+  /** The local `[host, port]` to bind to before connecting (TCP only). */
+  localAddr?: [host: string, port: number];
 }
 
 /** Options of `startServer` / `startUnixServer`. */
@@ -49,6 +51,12 @@ export interface StartServerOptions {
   startServing?: boolean;
   /** Several servers (in several LoopThreads) on one port (SO_REUSEPORT); needs Node 22.12 or later. */
   reusePort?: boolean;
+  /** Serve on this already listening `net.Server` instead of a host and port or a path (asyncio's `sock`). */
+  sock?: NetServer;
+  /** TCP: turn on TCP keep-alive on every accepted connection (asyncio 3.13's `keep_alive`). */
+  keepAlive?: boolean;
+  /** Unix: remove the socket file on close (default true), unless another file replaced it (3.13's `cleanup_socket`). */
+  cleanupSocket?: boolean;
 }
 
 /** What a StreamReader pauses and resumes for back-pressure: a transport, or the pipes of a subprocess. */
@@ -709,9 +717,10 @@ function* openWith(
 ): Coroutine<[StreamReader, StreamWriter]> {
   const reader = new StreamReader(options.limit, loop);
   const protocol = new _StreamReaderProtocol(reader, null, loop);
-  const connection: { ssl?: boolean | tls.ConnectionOptions; serverHostname?: string } = {};
+  const connection: CreateConnectionOptions = {};
   if (options.ssl !== undefined) connection.ssl = options.ssl;
   if (options.serverHostname !== undefined) connection.serverHostname = options.serverHostname;
+  if (options.localAddr !== undefined) connection.localAddr = options.localAddr;
   const [transport] = yield* _createConnection(loop, () => protocol, endpoint, connection, what);
   const writer = new StreamWriter(transport, protocol, reader, loop);
   return [reader, writer];
@@ -743,18 +752,15 @@ function checkCallback(callback: unknown, what: string): void {
 function* serveWith(
   loop: EventLoop,
   clientConnected: ClientConnectedCallback,
-  endpoint: { host: string | null; port: number } | { path: string },
+  endpoint: ServerEndpoint,
   options: StartServerOptions,
   what: string,
 ): Coroutine<Server> {
   checkCallback(clientConnected, what);
   const limit = _checkLimit(options.limit);
   const factory = (): Protocol => new _StreamReaderProtocol(new StreamReader(limit, loop), clientConnected, loop);
-  const serverOptions: { backlog?: number; ssl?: tls.TlsOptions; startServing?: boolean; reusePort?: boolean } = {};
-  if (options.backlog !== undefined) serverOptions.backlog = options.backlog;
-  if (options.ssl !== undefined) serverOptions.ssl = options.ssl;
-  if (options.startServing !== undefined) serverOptions.startServing = options.startServing;
-  if (options.reusePort !== undefined) serverOptions.reusePort = options.reusePort;
+  const { limit: _limit, ...serverOptions } = options;
+  void _limit;
   return yield* _createServer(loop, factory, endpoint, serverOptions, what);
 }
 
@@ -776,13 +782,16 @@ function* serveWith(
 export function* startServer(
   clientConnected: ClientConnectedCallback,
   host: string | null,
-  port: number,
+  port: number | null,
   options: StartServerOptions = {},
 ): Coroutine<Server> {
   return yield* serveWith(_runningLoop('startServer()'), clientConnected, { host, port }, options, 'startServer()');
 }
 
-/** Listen on the Unix socket at `path`; closing the server removes the socket file (start_unix_server). */
-export function* startUnixServer(clientConnected: ClientConnectedCallback, path: string, options: StartServerOptions = {}): Coroutine<Server> {
+/**
+ * Listen on the Unix socket at `path`, or serve on `options.sock` (path null); closing the server
+ * removes the socket file unless `cleanupSocket` is false (start_unix_server).
+ */
+export function* startUnixServer(clientConnected: ClientConnectedCallback, path: string | null, options: StartServerOptions = {}): Coroutine<Server> {
   return yield* serveWith(_runningLoop('startUnixServer()'), clientConnected, { path }, options, 'startUnixServer()');
 }
