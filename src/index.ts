@@ -109,7 +109,7 @@ export {
 } from './loop-thread.js';
 export { LoopThreadPool, type LoopThreadPoolOptions, type LoopThreadPoolStatistics } from './loop-thread-pool.js';
 export { logger, type Logger } from './log.js';
-export { BufferedProtocol, DatagramProtocol, Protocol } from './protocols.js';
+export { BaseProtocol, BufferedProtocol, DatagramProtocol, Protocol } from './protocols.js';
 export { DatagramTransport, Transport, type SocketAddress } from './transports.js';
 export {
   Server,

@@ -8,32 +8,19 @@ import { typeName } from './internal/format.js';
 import type { DatagramTransport, SocketAddress, Transport } from './transports.js';
 
 /**
- * The base class of stream protocols (asyncio.Protocol): every method here does nothing.
+ * The base class of every protocol (asyncio.BaseProtocol): what all transports call, the
+ * connection's start and end and the write flow control. Every method here does nothing;
+ * subclass Protocol, BufferedProtocol or DatagramProtocol rather than this one.
  *
  * @example
  * ```ts
- * class Echo extends Protocol {
- *   #transport: Transport | null = null;
- *   override connectionMade(transport: Transport): void { this.#transport = transport; }
- *   override dataReceived(data: Uint8Array): void { this.#transport!.write(data); }
- * }
- * const server = yield* loop.createServer(() => new Echo(), '127.0.0.1', 0);
+ * function isProtocol(value: unknown): value is BaseProtocol { return value instanceof BaseProtocol; }
  * ```
  */
-export class Protocol {
+export class BaseProtocol {
   /** The connection is up; `transport` is its transport. */
-  connectionMade(transport: Transport): void {
+  connectionMade(transport: unknown): void {
     void transport;
-  }
-
-  /** Bytes arrived. */
-  dataReceived(data: Uint8Array): void {
-    void data;
-  }
-
-  /** The peer sent EOF; return true to keep the transport open (half-close), else it closes. */
-  eofReceived(): boolean | void {
-    return undefined;
   }
 
   /** The connection is closed: `exc` is null on a regular close or EOF, else the error. */
@@ -50,6 +37,37 @@ export class Protocol {
   resumeWriting(): void {
     // Nothing to do by default.
   }
+}
+
+/**
+ * The base class of stream protocols (asyncio.Protocol): every method here does nothing.
+ *
+ * @example
+ * ```ts
+ * class Echo extends Protocol {
+ *   #transport: Transport | null = null;
+ *   override connectionMade(transport: Transport): void { this.#transport = transport; }
+ *   override dataReceived(data: Uint8Array): void { this.#transport!.write(data); }
+ * }
+ * const server = yield* loop.createServer(() => new Echo(), '127.0.0.1', 0);
+ * ```
+ */
+export class Protocol extends BaseProtocol {
+  /** The connection is up; `transport` is its transport. */
+  override connectionMade(transport: Transport): void {
+    void transport;
+  }
+
+  /** Bytes arrived. */
+  dataReceived(data: Uint8Array): void {
+    void data;
+  }
+
+  /** The peer sent EOF; return true to keep the transport open (half-close), else it closes. */
+  eofReceived(): boolean | void {
+    return undefined;
+  }
+
 }
 
 /**
@@ -82,7 +100,8 @@ export class BufferedProtocol extends Protocol {
    */
   getBuffer(sizeHint: number): Uint8Array {
     void sizeHint;
-    throw new TypeError(`${this.constructor.name}.getBuffer() is not overridden: a BufferedProtocol must supply the memory to receive into`);
+    // asyncio's returns None, which the transport then refuses: the same here.
+    return undefined as unknown as Uint8Array;
   }
 
   /** The first `nbytes` bytes of the buffer the last `getBuffer()` returned hold new data (buffer_updated). */
@@ -161,9 +180,9 @@ function receivingView(buffer: unknown): Uint8Array {
  * }
  * ```
  */
-export class DatagramProtocol {
+export class DatagramProtocol extends BaseProtocol {
   /** The endpoint is open; `transport` is its transport. */
-  connectionMade(transport: DatagramTransport): void {
+  override connectionMade(transport: DatagramTransport): void {
     void transport;
   }
 
@@ -179,7 +198,7 @@ export class DatagramProtocol {
   }
 
   /** The endpoint is closed: `exc` is null on a regular close. */
-  connectionLost(exc: Error | null): void {
+  override connectionLost(exc: Error | null): void {
     void exc;
   }
 }

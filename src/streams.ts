@@ -511,7 +511,7 @@ export class _StreamReaderProtocol extends Protocol {
         const error = done.exception();
         if (error !== null) {
           this.#loop.callExceptionHandler({
-            message: 'Unhandled exception in clientConnected callback',
+            message: 'Unhandled exception in client_connected_cb',
             exception: error,
             transport,
           });

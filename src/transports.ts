@@ -24,6 +24,7 @@ import type { EventLoop } from './base-events.js';
 import { RuntimeError, _isEscaping } from './exceptions.js';
 import { Deque } from './internal/deque.js';
 import { INSPECT, typeName } from './internal/format.js';
+import { cipherInfo, peerCertInfo } from './internal/tls-info.js';
 import { copyOut, readBytes, type SocketReads } from './internal/socket-reads.js';
 import { logger } from './log.js';
 import { BufferedProtocol, _feedBuffered, type DatagramProtocol, type Protocol } from './protocols.js';
@@ -183,8 +184,11 @@ export class Transport implements LoopResource {
       else if (extra.path !== undefined) extra.sockname ??= extra.path;
       extra.socket ??= socket;
       if (isTlsSocket(socket)) {
-        extra.peercert ??= socket.getPeerCertificate();
-        extra.cipher ??= socket.getCipher();
+        // asyncio's shapes; Node's own objects stay reachable under names of their own.
+        extra.peercert ??= peerCertInfo(socket);
+        extra.cipher ??= cipherInfo(socket);
+        extra.nodePeerCertificate ??= socket.getPeerCertificate(true);
+        extra.nodeCipher ??= socket.getCipher();
         extra.ssl_object ??= socket;
         extra.compression ??= null;
       }
@@ -355,7 +359,19 @@ export class Transport implements LoopResource {
     this.#inbox.clear();
     this.#readable?.destroy();
     if (this.#writable !== (this.#readable as unknown)) this.#writable?.destroy();
+    else if (this.#readable !== null) {
+      // A socket: closed now, as asyncio closes it; connectionLost follows in the next iteration, not after Node's 'close'.
+      this.#socketGone();
+      return;
+    }
     if (this.#readClosed && this.#writeClosed) this.#connectionLost(this.#error);
+  }
+
+  /** The socket was destroyed by this side: nothing more can arrive, the connection is lost at the next delivery. */
+  #socketGone(): void {
+    this.#readClosed = true;
+    this.#writeClosed = true;
+    this.#deliverSoon();
   }
 
   #connectionLost(error: Error | null): void {
@@ -487,8 +503,15 @@ export class Transport implements LoopResource {
     const writable = this.#writable;
     if (writable !== null && !writable.destroyed) {
       if (writable === (readable as unknown)) {
-        // A socket: end the write half after the buffered data, then let the whole socket go.
         const socket = writable as unknown as NetSocket;
+        if (!this.#isTls && socket.writableLength === 0) {
+          // Everything written is with the kernel, which sends it before the FIN: the socket
+          // closes now and connectionLost follows in the next iteration, as asyncio's does.
+          socket.destroy();
+          this.#socketGone();
+          return;
+        }
+        // End the write half after the buffered data, then let the whole socket go.
         if (socket.writableFinished) socket.destroy();
         else {
           socket.once('finish', () => socket.destroy());
@@ -547,7 +570,13 @@ export class Transport implements LoopResource {
   getExtraInfo(name: 'peername' | 'sockname'): SocketAddress | null;
   /** The underlying `net.Socket` (a `tls.TLSSocket` under TLS) (get_extra_info('socket')). */
   getExtraInfo(name: 'socket'): NetSocket | null;
-  /** Another key asyncio defines (`peercert`, `cipher`, `sslcontext`, ...), else `defaultValue` (default null) (get_extra_info). */
+  /**
+   * Another key asyncio defines, else `defaultValue` (default null) (get_extra_info). Under TLS:
+   * `cipher` is asyncio's `[name, version, secretBits]`, `peercert` its getpeercert() dict
+   * (`{ subject: [[['commonName', 'localhost']]], notAfter, subjectAltName: [['DNS', 'localhost']], ... }`,
+   * `{}` when the peer was not verified, null without a certificate); Node's `getCipher()` and
+   * `getPeerCertificate(true)` are `nodeCipher` and `nodePeerCertificate`, and `ssl_object` the TLSSocket.
+   */
   getExtraInfo<D = null>(name: string, defaultValue?: D): unknown;
   getExtraInfo(name: string, defaultValue: unknown = null): unknown {
     return Object.prototype.hasOwnProperty.call(this.#extra, name) ? this.#extra[name] : defaultValue;

@@ -17,6 +17,7 @@ import {
   openConnection,
   openUnixConnection,
   run,
+  sleep,
   startServer,
   startUnixServer,
   type Coroutine,
@@ -377,3 +378,151 @@ describe('createDatagramEndpoint: sock', () => {
   });
 });
 
+
+describe('Server: startServing false, closeClients, abortClients', () => {
+  it('a server made with startServing: false is bound at once (its address known) and serves only from startServing()', async () => {
+    const seen = await run(
+      (function* () {
+        let made = 0;
+        const server = yield* startServer(
+          (_reader, writer) => {
+            made++;
+            writer.write(bytes('served\n'));
+            writer.close();
+          },
+          '127.0.0.1',
+          0,
+          { startServing: false },
+        );
+        const address = server.address() as [string, number];
+        const servingBefore = server.isServing();
+        // A connection before startServing() is refused (reset at once): no handler runs for it.
+        const [early] = yield* openConnection('127.0.0.1', address[1]);
+        const earlyRead = yield* raisedBy(() => early.readexactly(1));
+        const madeBefore = made;
+        yield* server.startServing();
+        const [reader, writer] = yield* openConnection('127.0.0.1', address[1]);
+        const line = text(yield* reader.readline());
+        writer.close();
+        server.close();
+        yield* server.waitClosed();
+        return { host: address[0], hasPort: address[1] > 0, servingBefore, earlyRead: (earlyRead as Error).name, madeBefore, line, made };
+      })(),
+    );
+    expect(seen).toEqual({ host: '127.0.0.1', hasPort: true, servingBefore: false, earlyRead: 'IncompleteReadError', madeBefore: 0, line: 'served\n', made: 1 });
+  });
+
+  for (const how of ['closeClients', 'abortClients'] as const) {
+    it(`after close() and ${how}() waitClosed() is done within two iterations, and the client reads EOF (empty bytes)`, async () => {
+      const seen = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          const accepted: string[] = [];
+          const server = yield* startServer(function* (reader, writer) {
+            accepted.push('in');
+            try {
+              yield* reader.read();
+            } finally {
+              writer.close();
+            }
+          }, '127.0.0.1', 0);
+          const [, port] = server.address() as [string, number];
+          const [reader, writer] = yield* openConnection('127.0.0.1', port);
+          yield* until(() => accepted.length === 1);
+          const closed = loop.createTask(server.waitClosed());
+          yield* sleepZero();
+          const doneBefore = closed.done();
+          server.close();
+          server[how]();
+          yield* sleepZero();
+          yield* sleepZero();
+          const doneAfter = closed.done();
+          const read = yield* reader.read();
+          writer.close();
+          return { doneBefore, doneAfter, read: read.length, eof: reader.atEof() };
+        })(),
+      );
+      expect(seen).toEqual({ doneBefore: false, doneAfter: true, read: 0, eof: true });
+    });
+  }
+});
+
+/** One loop iteration (asyncio's `await asyncio.sleep(0)`). */
+function* sleepZero(): Coroutine<void> {
+  yield* sleep(0);
+}
+
+describe('StreamWriter.drain after the transport closed', () => {
+  it("raises ConnectionResetError('Connection lost') once the writer is closed, as asyncio 3.13", async () => {
+    const peer = await nodeServer(() => undefined);
+    try {
+      const error = (await run(
+        (function* () {
+          const [, writer] = yield* openConnection('127.0.0.1', peer.port);
+          writer.write(bytes('last words'));
+          writer.close();
+          return yield* raisedBy(() => writer.drain());
+        })(),
+      )) as Error & { code?: string };
+      expect({ name: error.name, message: error.message, code: error.code }).toEqual({ name: 'ConnectionResetError', message: 'Connection lost', code: 'ECONNRESET' });
+    } finally {
+      peer.server.close();
+    }
+  });
+});
+
+describe('TLS extra info', () => {
+  it("getExtraInfo('cipher') is asyncio's 3-tuple and 'peercert' its getpeercert() dict; Node's objects are nodeCipher and nodePeerCertificate", async () => {
+    const seen = await run(
+      (function* () {
+        const serverSide: Array<unknown> = [];
+        const server = yield* startServer(
+          function* (reader, writer) {
+            serverSide.push(writer.getExtraInfo('peercert'));
+            writer.write(yield* reader.readline());
+            writer.close();
+          },
+          '127.0.0.1',
+          0,
+          { ssl: { key, cert } },
+        );
+        const [, port] = server.address() as [string, number];
+        const [reader, writer] = yield* openConnection('127.0.0.1', port, { ssl: { ca: cert }, serverHostname: 'localhost' });
+        writer.write(bytes('hi\n'));
+        yield* reader.readline();
+        const cipher = writer.getExtraInfo('cipher') as [string, string, number];
+        const peercert = writer.getExtraInfo('peercert') as Record<string, unknown>;
+        const nodeCipher = writer.getExtraInfo('nodeCipher') as { name: string; version: string };
+        const nodeCert = writer.getExtraInfo('nodePeerCertificate') as { subject: { CN: string } };
+        writer.close();
+        const [, unverified] = yield* openConnection('127.0.0.1', port, { ssl: { rejectUnauthorized: false } });
+        const unverifiedCert = unverified.getExtraInfo('peercert');
+        unverified.close();
+        server.close();
+        server.closeClients();
+        yield* server.waitClosed();
+        return { cipher, peercert, nodeCipher, nodeCN: nodeCert.subject.CN, serverSide, unverifiedCert };
+      })(),
+    );
+    const { cipher, peercert, nodeCipher } = seen;
+    expect(cipher).toEqual([nodeCipher.name, nodeCipher.version, expect.any(Number)]);
+    expect(cipher[2]).toBe(/256|CHACHA20/.test(cipher[0]) ? 256 : 128);
+    // What CPython 3.13's getpeercert() gives for the same certificate (test/fixtures/tls-cert.pem).
+    expect(peercert).toEqual({
+      subject: [[['commonName', 'localhost']]],
+      issuer: [[['commonName', 'localhost']]],
+      version: 3,
+      serialNumber: '26680D3BF231FCE9FD02BC26C52B4A1CAA5473A9',
+      notBefore: 'Nov 24 01:29:32 2026 GMT',
+      notAfter: 'Oct 31 01:29:32 2126 GMT',
+      subjectAltName: [
+        ['DNS', 'localhost'],
+        ['IP Address', '127.0.0.1'],
+      ],
+    });
+    expect(seen.nodeCN).toBe('localhost');
+    // A server whose client sent no certificate: None in asyncio; a certificate not verified: {}.
+    expect(new Set(seen.serverSide)).toEqual(new Set([null]));
+    expect(seen.unverifiedCert).toEqual({});
+  });
+});
