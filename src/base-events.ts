@@ -41,6 +41,8 @@ import {
 } from './connections.js';
 import type { DatagramProtocol, Protocol } from './protocols.js';
 import { _addSignalHandler, _removeSignalHandler } from './signals.js';
+import { _connectAcceptedSocket, _startTls, type ConnectAcceptedSocketOptions, type SslContext, type StartTlsOptions } from './start-tls.js';
+import type { Socket as NetSocket } from 'node:net';
 import type { DatagramTransport, Transport } from './transports.js';
 
 /** How many slow callbacks a loop remembers for its health report. */
@@ -775,6 +777,41 @@ export class EventLoop {
   ): Coroutine<[transport: DatagramTransport, protocol: P]> {
     this.#checkClosed();
     return yield* _createDatagramEndpoint(this, protocolFactory, options);
+  }
+
+  /**
+   * Upgrade the connection of `transport` to TLS (start_tls): the handshake runs over its socket
+   * (as the client unless `serverSide`), then the transport returned drives `protocol`, without
+   * another `connectionMade`; the old transport is done with. A handshake that fails or takes
+   * longer than `sslHandshakeTimeout` seconds (default 60) closes the connection, tells
+   * `protocol.connectionLost` the error once and raises it.
+   *
+   * @example
+   * ```ts
+   * const secure = yield* loop.startTls(transport, protocol, { ca }, { serverHostname: 'example.com' });
+   * ```
+   */
+  *startTls(transport: Transport, protocol: Protocol, sslContext: SslContext, options: StartTlsOptions = {}): Coroutine<Transport> {
+    this.#checkClosed();
+    return yield* _startTls(this, transport, protocol, sslContext, options);
+  }
+
+  /**
+   * Drive `protocolFactory()` from a `net.Socket` connected elsewhere (connect_accepted_socket);
+   * with `ssl` this side is the TLS server. Returns once `connectionMade` ran.
+   *
+   * @example
+   * ```ts
+   * netServer.on('connection', (socket) => loop.createTask(loop.connectAcceptedSocket(() => new Echo(), socket)));
+   * ```
+   */
+  *connectAcceptedSocket<P extends Protocol>(
+    protocolFactory: () => P,
+    sock: NetSocket,
+    options: ConnectAcceptedSocketOptions = {},
+  ): Coroutine<[transport: Transport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _connectAcceptedSocket(this, protocolFactory, sock, options);
   }
 
   /**

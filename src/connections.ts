@@ -422,6 +422,11 @@ export class Server implements TransportOwner, LoopResource {
     });
   }
 
+  /** @internal A connection it accepted goes on in `next` (startTls). */
+  _replace(previous: Transport, next: Transport): void {
+    if (this.#clients.delete(previous)) this.#clients.add(next);
+  }
+
   /** @internal A connection it accepted ended. */
   _detach(transport: Transport): void {
     this.#clients.delete(transport);

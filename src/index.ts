@@ -119,6 +119,7 @@ export {
   type DatagramEndpointOptions,
   type GetaddrinfoOptions,
 } from './connections.js';
+export type { ConnectAcceptedSocketOptions, SslContext, StartTlsOptions } from './start-tls.js';
 export {
   StreamReader,
   StreamWriter,

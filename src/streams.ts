@@ -17,6 +17,7 @@ import { Deque } from './internal/deque.js';
 import { INSPECT, repr } from './internal/format.js';
 import { _getEventLoop, _getRunningLoop } from './internal/running.js';
 import { Protocol } from './protocols.js';
+import type { SslContext, StartTlsOptions } from './start-tls.js';
 import { sleep } from './tasks.js';
 import type { SocketAddress, Transport } from './transports.js';
 import type { Server as NetServer, Socket } from 'node:net';
@@ -164,6 +165,12 @@ export class StreamReader {
   _setTransport(transport: ReadingControl): void {
     if (this.#transport !== null) throw new RuntimeError('Transport already set');
     this.#transport = transport;
+  }
+
+  /** @internal The connection goes on over `transport` (startTls): it is the one paused and resumed now. */
+  _replaceTransport(transport: ReadingControl): void {
+    this.#transport = transport;
+    if (this.#paused) transport.pauseReading();
   }
 
   #maybeResumeTransport(): void {
@@ -588,6 +595,17 @@ export class _StreamReaderProtocol extends Protocol {
   _closedFuture(): Future<void> {
     return this.#closed;
   }
+
+  /** @internal Whether it serves a connection a server accepted (the TLS server side, for startTls). */
+  _isServerSide(): boolean {
+    return this.#clientConnected !== null;
+  }
+
+  /** @internal The connection goes on over `transport` (startTls). */
+  _replaceTransport(transport: Transport): void {
+    this.#transport = transport;
+    this.#reader?._replaceTransport(transport);
+  }
 }
 
 /** asyncio's ConnectionResetError('Connection lost'), with Node's code for a reset connection. */
@@ -610,18 +628,45 @@ function connectionLost(): Error {
  * ```
  */
 export class StreamWriter {
-  /** The underlying transport. */
-  readonly transport: Transport;
+  #transport: Transport;
   readonly #protocol: _StreamReaderProtocol;
   readonly #reader: StreamReader | null;
   readonly #loop: EventLoop;
 
   /** @internal Made by the stream functions and subprocesses. */
   constructor(transport: Transport, protocol: _StreamReaderProtocol, reader: StreamReader | null, loop: EventLoop) {
-    this.transport = transport;
+    this.#transport = transport;
     this.#protocol = protocol;
     this.#reader = reader;
     this.#loop = loop;
+  }
+
+  /** The underlying transport (a new one after `startTls()`). */
+  get transport(): Transport {
+    return this.#transport;
+  }
+
+  /**
+   * Upgrade the connection to TLS (start_tls): after the buffered data is sent, the handshake
+   * runs as the server for a connection `startServer` accepted, else as the client; reading and
+   * writing then go over TLS. A failed or timed-out handshake closes the connection and raises.
+   *
+   * @example
+   * ```ts
+   * writer.write(encoder.encode('STARTTLS\n'));
+   * yield* writer.startTls({ ca }, { serverHostname: 'localhost' });
+   * ```
+   */
+  *startTls(sslContext: SslContext, options: { serverHostname?: string; sslHandshakeTimeout?: number } = {}): Coroutine<void> {
+    if (options === null || typeof options !== 'object') throw new TypeError(`startTls() options must be an object, got ${repr(options)}`);
+    const protocol = this.#protocol;
+    yield* this.drain();
+    const upgrade: StartTlsOptions = { serverSide: protocol._isServerSide() };
+    if (options.serverHostname !== undefined) upgrade.serverHostname = options.serverHostname;
+    if (options.sslHandshakeTimeout !== undefined) upgrade.sslHandshakeTimeout = options.sslHandshakeTimeout;
+    const transport = yield* this.#loop.startTls(this.#transport, protocol, sslContext, upgrade);
+    this.#transport = transport;
+    protocol._replaceTransport(transport);
   }
 
   /** Queue `data` for sending; never blocks (pair it with `drain()`). */

@@ -92,6 +92,8 @@ function isTlsSocket(stream: unknown): stream is TLSSocket {
 export interface TransportOwner {
   /** The transport's connection ended. */
   _detach(transport: Transport): void;
+  /** The connection goes on in `next` (startTls): count it instead of `previous`. */
+  _replace?(previous: Transport, next: Transport): void;
 }
 
 /** What a Transport is made from: its streams and what `getExtraInfo` knows. */
@@ -108,6 +110,18 @@ export interface TransportParts {
   made?: { setResult(value: undefined): void; done(): boolean } | null;
   /** The socket (`readable`) is read through `onread` with these options, not as a stream. */
   reads?: SocketReads | null;
+  /** Whether to call the protocol's `connectionMade` (default true; false after startTls, as asyncio's). */
+  callConnectionMade?: boolean;
+}
+
+/** What a Transport hands over to the transport that replaces it on the same socket (startTls). */
+export interface HandedOver {
+  /** The socket, no longer read or watched by the old transport. */
+  socket: NetSocket;
+  /** The Server that counted the old transport, to count the new one. */
+  owner: TransportOwner | null;
+  /** The old transport's `getExtraInfo` keys. */
+  extra: Record<string, unknown>;
 }
 
 /**
@@ -207,17 +221,49 @@ export class Transport implements LoopResource {
       writable.on('error', this.#onError);
       writable.on('close', this.#onWriteClose);
     }
-    loop.callSoon(() => {
-      if (this.#lost) return;
-      try {
-        this.#protocol.connectionMade(this);
-      } finally {
-        this.#made = true;
-        if (made !== null && !made.done()) made.setResult(undefined);
-        this.#deliverSoon();
-      }
-    });
+    if (parts.callConnectionMade === false) {
+      this.#made = true;
+      if (made !== null && !made.done()) made.setResult(undefined);
+    } else {
+      loop.callSoon(() => {
+        if (this.#lost) return;
+        try {
+          this.#protocol.connectionMade(this);
+        } finally {
+          this.#made = true;
+          if (made !== null && !made.done()) made.setResult(undefined);
+          this.#deliverSoon();
+        }
+      });
+    }
     _trackOpen(loop, this);
+  }
+
+  /**
+   * @internal Let the socket go on without this transport (startTls): nothing more is read or
+   * delivered, the protocol hears nothing; null when it is not a socket, or closing.
+   */
+  _handOver(): HandedOver | null {
+    const socket = this.#readable as NetSocket | null;
+    if (this.#closing || this.#lost || socket === null || socket !== (this.#writable as unknown) || typeof socket.setNoDelay !== 'function') return null;
+    this.#lost = true;
+    this.#closing = true;
+    this.#inbox.clear();
+    this.#reads?.detach();
+    socket.off('data', this.#onData);
+    socket.off('end', this.#onEnd);
+    socket.off('error', this.#onError);
+    socket.off('close', this.#onReadClose);
+    _untrackOpen(this.#loop, this);
+    const owner = this.#owner;
+    this.#owner = null;
+    return { socket, owner, extra: { ...this.#extra } };
+  }
+
+  /** @internal Whether `_handOver()` can give its socket: an open socket (startTls's `_start_tls_compatible`). */
+  _canHandOver(): boolean {
+    const socket = this.#readable as NetSocket | null;
+    return !this.#closing && socket !== null && socket === (this.#writable as unknown) && typeof socket.setNoDelay === 'function';
   }
 
   /** @internal */
