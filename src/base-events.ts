@@ -41,6 +41,7 @@ import {
 } from './connections.js';
 import type { DatagramProtocol, Protocol } from './protocols.js';
 import { _addSignalHandler, _removeSignalHandler } from './signals.js';
+import { _sendfile, type SendfileOptions, type SendfileSource } from './sendfile.js';
 import { _connectAcceptedSocket, _startTls, type ConnectAcceptedSocketOptions, type SslContext, type StartTlsOptions } from './start-tls.js';
 import type { Socket as NetSocket } from 'node:net';
 import type { DatagramTransport, Transport } from './transports.js';
@@ -794,6 +795,25 @@ export class EventLoop {
   *startTls(transport: Transport, protocol: Protocol, sslContext: SslContext, options: StartTlsOptions = {}): Coroutine<Transport> {
     this.#checkClosed();
     return yield* _startTls(this, transport, protocol, sslContext, options);
+  }
+
+  /**
+   * Send `count` bytes of `file` (a file descriptor or a `node:fs/promises` FileHandle) from
+   * `offset` (null: to its end) through `transport`; returns the number of bytes sent
+   * (sendfile). Node has no sendfile(2) for sockets: the file is read off the loop in 16 KiB
+   * blocks and written through the transport, waiting while its write buffer is over the
+   * high-water mark; meanwhile the protocol receives nothing (reading is paused). The file's own
+   * position does not move (reads are positional).
+   *
+   * @example
+   * ```ts
+   * const file = yield* ensureFuture(open('index.html')); // open of node:fs/promises
+   * const sent = yield* loop.sendfile(transport, file);
+   * ```
+   */
+  *sendfile(transport: Transport, file: SendfileSource, offset = 0, count: number | null = null, options: SendfileOptions = {}): Coroutine<number> {
+    this.#checkClosed();
+    return yield* _sendfile(this, transport, file, offset, count, options);
   }
 
   /**

@@ -120,6 +120,7 @@ export {
   type GetaddrinfoOptions,
 } from './connections.js';
 export type { ConnectAcceptedSocketOptions, SslContext, StartTlsOptions } from './start-tls.js';
+export type { SendfileOptions, SendfileSource } from './sendfile.js';
 export {
   StreamReader,
   StreamWriter,

@@ -260,6 +260,11 @@ export class Transport implements LoopResource {
     return { socket, owner, extra: { ...this.#extra } };
   }
 
+  /** @internal Whether the protocol was told `pauseWriting()` and not yet `resumeWriting()` (sendfile's fallback takes that over). */
+  _isProtocolPaused(): boolean {
+    return this.#protocolPaused;
+  }
+
   /** @internal Whether `_handOver()` can give its socket: an open socket (startTls's `_start_tls_compatible`). */
   _canHandOver(): boolean {
     const socket = this.#readable as NetSocket | null;
