@@ -17,6 +17,7 @@ import { CAN_PROBE_DESCRIPTORS, OUT_OF_RESOURCE_CODES, probeDescriptor } from '.
 import { INSPECT, repr } from './internal/format.js';
 import { eventFuture } from './internal/node-events.js';
 import type { DatagramProtocol, Protocol } from './protocols.js';
+import { _abortHandshake, _handshakeTimeout } from './start-tls.js';
 import { SocketReads, adoptWithOnread } from './internal/socket-reads.js';
 import { DatagramTransport, Transport, _trackOpen, _untrackOpen, type LoopResource, type TransportOwner } from './transports.js';
 
@@ -31,6 +32,8 @@ export interface CreateConnectionOptions {
    * local address of the remote's family is used (TCP only).
    */
   localAddr?: [host: string, port: number];
+  /** Seconds the TLS handshake may take before the connection is aborted (default 60); only with `ssl`. */
+  sslHandshakeTimeout?: number;
 }
 
 /** Options of `loop.createServer`. */
@@ -41,6 +44,8 @@ export interface CreateServerOptions {
   ssl?: tls.TlsOptions;
   /** Start accepting at once (default true); else `startServing()` or `serveForever()` starts it. */
   startServing?: boolean;
+  /** Seconds each client's TLS handshake may take before its connection is dropped (default 60); only with `ssl`. */
+  sslHandshakeTimeout?: number;
   /**
    * Let several servers (in several threads) listen on the same port, the kernel spreading the
    * connections (SO_REUSEPORT). Needs Node 22.12 or later.
@@ -145,6 +150,10 @@ export function* _createConnection<P extends Protocol>(
   if (options.serverHostname !== undefined && (ssl === undefined || ssl === false)) {
     throw new RangeError('serverHostname is only meaningful with ssl');
   }
+  if (options.sslHandshakeTimeout !== undefined && (ssl === undefined || ssl === false)) {
+    throw new RangeError('ssl_handshake_timeout is only meaningful with ssl');
+  }
+  const timeout = ssl === undefined || ssl === false ? 0 : _handshakeTimeout(options.sslHandshakeTimeout);
   let target: { host: string; port: number; localAddress?: string; localPort?: number } | { path: string } =
     'port' in endpoint ? { host: endpoint.host as string, port: endpoint.port } : { path: endpoint.path };
   if (options.localAddr !== undefined) {
@@ -162,11 +171,15 @@ export function* _createConnection<P extends Protocol>(
           // The host resolved for localAddr: its name still checks the certificate, as without localAddr.
           ...(options.serverHostname === undefined && 'port' in endpoint && net.isIP(endpoint.host as string) === 0 ? { servername: endpoint.host as string } : {}),
         });
+  const connected = eventFuture(loop, socket, ssl === undefined || ssl === false ? 'connect' : 'secureConnect');
+  const timer = timeout === 0 ? null : loop.callLater(timeout, () => _abortHandshake(connected, timeout));
   try {
-    yield* eventFuture(loop, socket, ssl === undefined || ssl === false ? 'connect' : 'secureConnect');
+    yield* connected;
   } catch (error) {
     socket.destroy();
     throw 'localAddress' in target ? bindError(error, target) : error;
+  } finally {
+    timer?.cancel();
   }
   let protocol: P;
   try {
@@ -644,6 +657,10 @@ export function* _createServer(
 ): Coroutine<Server> {
   checkFactory(protocolFactory, what);
   if (options === null || typeof options !== 'object') throw new TypeError(`${what} options must be an object, got ${repr(options)}`);
+  if (typeof options.ssl === 'boolean') throw new TypeError("ssl argument must be node:tls server options (asyncio's SSLContext) or undefined");
+  if (options.sslHandshakeTimeout !== undefined && options.ssl === undefined) throw new RangeError('ssl_handshake_timeout is only meaningful with ssl');
+  // Node drops a client whose handshake outlasts it (tls.Server's handshakeTimeout, in ms).
+  const handshakeTimeout = options.ssl === undefined ? {} : { handshakeTimeout: _handshakeTimeout(options.sslHandshakeTimeout) * 1000 };
   const sock = options.sock ?? null;
   const unix = 'path' in endpoint;
   if (unix && options.keepAlive !== undefined) throw new TypeError(`${what} got an unexpected keyword argument 'keepAlive'`);
@@ -686,10 +703,10 @@ export function* _createServer(
     // Node reads these as it accepts: accepted sockets wait paused (plain) and keep a half-close.
     (sock as net.Server & { allowHalfOpen: boolean; pauseOnConnect: boolean }).allowHalfOpen = true;
     (sock as net.Server & { pauseOnConnect: boolean }).pauseOnConnect = !secure;
-    if (secure) tlsFront = loadTls().createServer({ ...options.ssl, allowHalfOpen: true });
+    if (secure) tlsFront = loadTls().createServer({ ...options.ssl, ...handshakeTimeout, allowHalfOpen: true });
   } else {
     // Accepted plain sockets wait paused: their handle moves to a socket read through onread (adoptWithOnread).
-    netServer = secure ? loadTls().createServer({ ...options.ssl, allowHalfOpen: true }) : net.createServer({ allowHalfOpen: true, pauseOnConnect: true });
+    netServer = secure ? loadTls().createServer({ ...options.ssl, ...handshakeTimeout, allowHalfOpen: true }) : net.createServer({ allowHalfOpen: true, pauseOnConnect: true });
   }
   const server = new Server(loop, protocolFactory, netServer, listen, unixPath, secure, {
     keepAlive: options.keepAlive === true,

@@ -56,8 +56,13 @@ function connectionAborted(message: string): Error {
   return error;
 }
 
-/** The handshake timeout checked as asyncio's SSLProtocol checks it. */
-function handshakeTimeout(value: unknown): number {
+/** @internal Fail `handshake` (a connect's or upgrade's Future) with asyncio's error for a handshake that took too long. */
+export function _abortHandshake(handshake: Future<void>, timeout: number): void {
+  if (!handshake.done()) handshake._setExceptionUnchecked(connectionAborted(`SSL handshake is taking longer than ${timeout} seconds: aborting the connection`));
+}
+
+/** @internal The handshake timeout in seconds, checked as asyncio's SSLProtocol checks it (default 60). */
+export function _handshakeTimeout(value: unknown): number {
   if (value === undefined || value === null) return SSL_HANDSHAKE_TIMEOUT;
   if (typeof value !== 'number' || Number.isNaN(value)) throw new TypeError(`ssl_handshake_timeout must be a number, got ${repr(value)}`);
   if (value <= 0) throw new RangeError(`ssl_handshake_timeout should be a positive number, got ${value}`);
@@ -97,9 +102,7 @@ function* handshake(
     throw error;
   }
   const done = eventFuture(loop, secure, serverSide ? 'secure' : 'secureConnect');
-  const timer = loop.callLater(timeout, () => {
-    if (!done.done()) done._setExceptionUnchecked(connectionAborted(`SSL handshake is taking longer than ${timeout} seconds: aborting the connection`));
-  });
+  const timer = loop.callLater(timeout, () => _abortHandshake(done, timeout));
   try {
     yield* done;
     // A server that asked for the client's certificate and must reject a bad one says so here.
@@ -150,7 +153,7 @@ export function* _startTls(
   }
   if (!(transport instanceof Transport) || !transport._canHandOver()) throw new TypeError(`transport ${repr(transport)} is not supported by startTls()`);
   if (options === null || typeof options !== 'object') throw new TypeError(`startTls() options must be an object, got ${repr(options)}`);
-  const timeout = handshakeTimeout(options.sslHandshakeTimeout);
+  const timeout = _handshakeTimeout(options.sslHandshakeTimeout);
   const serverSide = options.serverSide === true;
   const handed = transport._handOver() as HandedOver;
   const upgraded = yield* handshake(loop, protocol, handed, sslContext as SslContext, serverSide, options.serverHostname, timeout, null);
@@ -178,7 +181,7 @@ export function* _connectAcceptedSocket<P extends Protocol>(
   if (socket.destroyed) throw new RuntimeError(`connectAcceptedSocket() needs an open socket, got ${repr(socket)}`);
   // The peer's half-close is the protocol's to answer (eofReceived), as with the loop's own sockets.
   socket.allowHalfOpen = true;
-  const timeout = handshakeTimeout(options.sslHandshakeTimeout);
+  const timeout = _handshakeTimeout(options.sslHandshakeTimeout);
   const protocol = protocolFactory();
   let transport: Transport;
   const made = loop.createFuture<undefined>();

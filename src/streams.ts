@@ -38,6 +38,8 @@ export interface OpenConnectionOptions {
   serverHostname?: string;
   /** The local `[host, port]` to bind to before connecting (TCP only). */
   localAddr?: [host: string, port: number];
+  /** Seconds the TLS handshake may take before the connection is aborted (default 60); only with `ssl`. */
+  sslHandshakeTimeout?: number;
 }
 
 /** Options of `startServer` / `startUnixServer`. */
@@ -50,6 +52,8 @@ export interface StartServerOptions {
   ssl?: tls.TlsOptions;
   /** Start accepting at once (default true). */
   startServing?: boolean;
+  /** Seconds each client's TLS handshake may take before its connection is dropped (default 60); only with `ssl`. */
+  sslHandshakeTimeout?: number;
   /** Several servers (in several LoopThreads) on one port (SO_REUSEPORT); needs Node 22.12 or later. */
   reusePort?: boolean;
   /** Serve on this already listening `net.Server` instead of a host and port or a path (asyncio's `sock`). */
@@ -766,6 +770,7 @@ function* openWith(
   if (options.ssl !== undefined) connection.ssl = options.ssl;
   if (options.serverHostname !== undefined) connection.serverHostname = options.serverHostname;
   if (options.localAddr !== undefined) connection.localAddr = options.localAddr;
+  if (options.sslHandshakeTimeout !== undefined) connection.sslHandshakeTimeout = options.sslHandshakeTimeout;
   const [transport] = yield* _createConnection(loop, () => protocol, endpoint, connection, what);
   const writer = new StreamWriter(transport, protocol, reader, loop);
   return [reader, writer];

@@ -139,7 +139,7 @@ describe('EventLoop.startTls', () => {
   });
 
   it("checks its arguments as asyncio does", async () => {
-    const peer = await nodeServer(() => undefined);
+    const peer = await nodeServer((socket) => socket.resume().on('end', () => socket.end()));
     try {
       const errors = await run(
         (function* () {
@@ -258,5 +258,79 @@ describe('EventLoop.connectAcceptedSocket', () => {
     } finally {
       udp.close();
     }
+  });
+});
+
+describe('sslHandshakeTimeout on connections and servers', () => {
+  it('a client handshake that takes too long is aborted with ConnectionAbortedError; nothing is left open', async () => {
+    const silent = await nodeServer((socket) => socket.resume().on('end', () => socket.end()));
+    await vi.waitFor(() => expect(openTcpHandles()).toBe(1));
+    try {
+      const error = (await run(
+        (function* () {
+          return yield* raisedBy(() => openConnection('127.0.0.1', silent.port, { ssl: { ca: cert }, sslHandshakeTimeout: 0.05 }));
+        })(),
+      )) as Error & { code?: string };
+      expect({ name: error.name, message: error.message, code: error.code }).toEqual({
+        name: 'ConnectionAbortedError',
+        message: 'SSL handshake is taking longer than 0.05 seconds: aborting the connection',
+        code: 'ECONNABORTED',
+      });
+      await vi.waitFor(() => expect(openTcpHandles()).toBe(1));
+    } finally {
+      silent.server.close();
+    }
+  });
+
+  it('a server drops a client whose handshake takes too long, and its handler never runs', async () => {
+    const seen = await run(
+      (function* () {
+        let handled = 0;
+        const server = yield* startServer(
+          () => {
+            handled++;
+          },
+          '127.0.0.1',
+          0,
+          { ssl: { key, cert }, sslHandshakeTimeout: 0.05 },
+        );
+        const [, port] = server.address() as [string, number];
+        let closed = false;
+        const mute = netConnect(port, '127.0.0.1');
+        mute.on('error', () => undefined);
+        mute.on('close', () => (closed = true));
+        yield* until(() => closed);
+        server.close();
+        yield* server.waitClosed();
+        return { closed, handled };
+      })(),
+    );
+    expect(seen).toEqual({ closed: true, handled: 0 });
+  });
+
+  it('checks it as asyncio does, and ssl: true on a server', async () => {
+    const errors = await run(
+      (function* () {
+        const loop = getRunningLoop();
+        const attempts: Array<() => Coroutine<unknown>> = [
+          () => openConnection('127.0.0.1', 9, { sslHandshakeTimeout: 1 }),
+          () => loop.createConnection(() => new Recorder(), '127.0.0.1', 9, { ssl: {}, sslHandshakeTimeout: 0 }),
+          () => startServer(() => undefined, '127.0.0.1', 0, { sslHandshakeTimeout: 1 }),
+          () => loop.createServer(() => new Recorder(), '127.0.0.1', 0, { ssl: true as never }),
+        ];
+        const messages: string[] = [];
+        for (const attempt of attempts) {
+          const error = (yield* raisedBy(attempt)) as Error;
+          messages.push(`${error.name}: ${error.message}`);
+        }
+        return messages;
+      })(),
+    );
+    expect(errors).toEqual([
+      'RangeError: ssl_handshake_timeout is only meaningful with ssl',
+      'RangeError: ssl_handshake_timeout should be a positive number, got 0',
+      'RangeError: ssl_handshake_timeout is only meaningful with ssl',
+      "TypeError: ssl argument must be node:tls server options (asyncio's SSLContext) or undefined",
+    ]);
   });
 });
