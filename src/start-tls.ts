@@ -56,6 +56,14 @@ function connectionAborted(message: string): Error {
   return error;
 }
 
+/** asyncio's ConnectionResetError('Connection lost'), with Node's code for a reset connection. */
+function connectionReset(): Error {
+  const error = new Error('Connection lost') as Error & { code: string };
+  error.name = 'ConnectionResetError';
+  error.code = 'ECONNRESET';
+  return error;
+}
+
 /** @internal Fail `handshake` (a connect's or upgrade's Future) with asyncio's error for a handshake that took too long. */
 export function _abortHandshake(handshake: Future<void>, timeout: number): void {
   if (!handshake.done()) handshake._setExceptionUnchecked(connectionAborted(`SSL handshake is taking longer than ${timeout} seconds: aborting the connection`));
@@ -102,6 +110,16 @@ function* handshake(
     throw error;
   }
   const done = eventFuture(loop, secure, serverSide ? 'secure' : 'secureConnect');
+  // A peer that goes away mid-handshake (one that refused our certificate) may say nothing else: EOF, then nothing.
+  const onClose = (): void => {
+    if (!done.done()) done._setExceptionUnchecked(connectionReset());
+  };
+  secure.once('end', onClose);
+  secure.once('close', onClose);
+  done.addDoneCallback(() => {
+    secure.off('end', onClose);
+    secure.off('close', onClose);
+  });
   const timer = loop.callLater(timeout, () => _abortHandshake(done, timeout));
   try {
     yield* done;
@@ -156,8 +174,16 @@ export function* _startTls(
   const timeout = _handshakeTimeout(options.sslHandshakeTimeout);
   const serverSide = options.serverSide === true;
   const handed = transport._handOver() as HandedOver;
-  const upgraded = yield* handshake(loop, protocol, handed, sslContext as SslContext, serverSide, options.serverHostname, timeout, null);
-  handed.owner?._replace?.(transport, upgraded);
+  const owner = handed.owner;
+  let upgraded: Transport;
+  try {
+    upgraded = yield* handshake(loop, protocol, handed, sslContext as SslContext, serverSide, options.serverHostname, timeout, null);
+  } catch (error) {
+    // The connection ended: the server that counted it stops waiting for it, after connectionLost.
+    if (owner !== null) loop.callSoon(() => owner._detach(transport));
+    throw error;
+  }
+  owner?._replace?.(transport, upgraded);
   return upgraded;
 }
 

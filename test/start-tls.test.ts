@@ -83,6 +83,38 @@ describe('StreamWriter.startTls', () => {
   });
 });
 
+describe('StreamWriter.startTls: a failed handshake', () => {
+  it('raises the error, which the reader raises too; the server side, whose peer left mid-handshake, gets ConnectionResetError', async () => {
+    const seen = await run(
+      (function* () {
+        let serverError: Error | null = null;
+        const server = yield* startServer(
+          function* (reader, writer) {
+            yield* reader.readline();
+            writer.write(bytes('GO\n'));
+            // The client does not trust this certificate: it goes away mid-handshake.
+            serverError = (yield* raisedBy(() => writer.startTls({ key, cert }))) as Error;
+            writer.close();
+          },
+          '127.0.0.1',
+          0,
+        );
+        const [, port] = server.address() as [string, number];
+        const [reader, writer] = yield* openConnection('127.0.0.1', port);
+        writer.write(bytes('STARTTLS\n'));
+        yield* reader.readline();
+        const error = (yield* raisedBy(() => writer.startTls({}, { serverHostname: 'localhost' }))) as Error & { code?: string };
+        const readError = yield* raisedBy(() => reader.read());
+        server.close();
+        yield* server.waitClosed();
+        const onServer = serverError as Error | null;
+        return { code: error.code, sameOnRead: readError === error, closing: writer.isClosing(), server: `${onServer?.name}: ${onServer?.message}` };
+      })(),
+    );
+    expect(seen).toEqual({ code: 'DEPTH_ZERO_SELF_SIGNED_CERT', sameOnRead: true, closing: true, server: 'ConnectionResetError: Connection lost' });
+  });
+});
+
 describe('EventLoop.startTls', () => {
   it('a handshake that fails closes the connection, tells connectionLost the error once and raises it; nothing is left open', async () => {
     // The peer speaks TLS with a certificate the client does not trust.
