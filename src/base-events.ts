@@ -57,6 +57,9 @@ import {
 } from './pipes.js';
 import type { DatagramProtocol, Protocol, SubprocessProtocol } from './protocols.js';
 import { _addSignalHandler, _removeSignalHandler } from './signals.js';
+import { _sendfile, type SendfileOptions, type SendfileSource } from './sendfile.js';
+import { _connectAcceptedSocket, _startTls, type ConnectAcceptedSocketOptions, type SslContext, type StartTlsOptions } from './start-tls.js';
+import type { Socket as NetSocket } from 'node:net';
 import type { DatagramTransport, Transport } from './transports.js';
 
 /** How many slow callbacks a loop remembers for its health report. */
@@ -753,8 +756,8 @@ export class EventLoop {
   }
 
   /**
-   * Listen on `host:port` (null host: every interface; port 0: a free one); each connection gets
-   * `protocolFactory()` (create_server).
+   * Listen on `host:port` (null host: every interface; port 0: a free one), or serve on
+   * `options.sock` (host and port null); each connection gets `protocolFactory()` (create_server).
    *
    * @example
    * ```ts
@@ -762,13 +765,16 @@ export class EventLoop {
    * const [, port] = server.address() as [string, number];
    * ```
    */
-  *createServer(protocolFactory: () => Protocol, host: string | null, port: number, options: CreateServerOptions = {}): Coroutine<Server> {
+  *createServer(protocolFactory: () => Protocol, host: string | null, port: number | null, options: CreateServerOptions = {}): Coroutine<Server> {
     this.#checkClosed();
     return yield* _createServer(this, protocolFactory, { host, port }, options, 'createServer()');
   }
 
-  /** Listen on the Unix socket at `path`; closing the server removes the socket file (create_unix_server). */
-  *createUnixServer(protocolFactory: () => Protocol, path: string, options: CreateServerOptions = {}): Coroutine<Server> {
+  /**
+   * Listen on the Unix socket at `path`, or serve on `options.sock` (path null); closing the
+   * server removes the socket file unless `cleanupSocket` is false (create_unix_server).
+   */
+  *createUnixServer(protocolFactory: () => Protocol, path: string | null, options: CreateServerOptions = {}): Coroutine<Server> {
     this.#checkClosed();
     return yield* _createServer(this, protocolFactory, { path }, options, 'createUnixServer()');
   }
@@ -854,6 +860,60 @@ export class EventLoop {
   *subprocessShell<P extends SubprocessProtocol>(protocolFactory: () => P, cmd: string, options: SubprocessTransportOptions = {}): Coroutine<[transport: SubprocessTransport, protocol: P]> {
     this.#checkClosed();
     return yield* _subprocessShell(this, protocolFactory, cmd, options);
+  }
+
+  /**
+   * Upgrade the connection of `transport` to TLS (start_tls): the handshake runs over its socket
+   * (as the client unless `serverSide`), then the transport returned drives `protocol`, without
+   * another `connectionMade`; the old transport is done with. A handshake that fails or takes
+   * longer than `sslHandshakeTimeout` seconds (default 60) closes the connection, tells
+   * `protocol.connectionLost` the error once and raises it.
+   *
+   * @example
+   * ```ts
+   * const secure = yield* loop.startTls(transport, protocol, { ca }, { serverHostname: 'example.com' });
+   * ```
+   */
+  *startTls(transport: Transport, protocol: Protocol, sslContext: SslContext, options: StartTlsOptions = {}): Coroutine<Transport> {
+    this.#checkClosed();
+    return yield* _startTls(this, transport, protocol, sslContext, options);
+  }
+
+  /**
+   * Send `count` bytes of `file` (a file descriptor or a `node:fs/promises` FileHandle) from
+   * `offset` (null: to its end) through `transport`; returns the number of bytes sent
+   * (sendfile). Node has no sendfile(2) for sockets: the file is read off the loop in 16 KiB
+   * blocks and written through the transport, waiting while its write buffer is over the
+   * high-water mark; meanwhile the protocol receives nothing (reading is paused). The file's own
+   * position does not move (reads are positional).
+   *
+   * @example
+   * ```ts
+   * const file = yield* ensureFuture(open('index.html')); // open of node:fs/promises
+   * const sent = yield* loop.sendfile(transport, file);
+   * ```
+   */
+  *sendfile(transport: Transport, file: SendfileSource, offset = 0, count: number | null = null, options: SendfileOptions = {}): Coroutine<number> {
+    this.#checkClosed();
+    return yield* _sendfile(this, transport, file, offset, count, options);
+  }
+
+  /**
+   * Drive `protocolFactory()` from a `net.Socket` connected elsewhere (connect_accepted_socket);
+   * with `ssl` this side is the TLS server. Returns once `connectionMade` ran.
+   *
+   * @example
+   * ```ts
+   * netServer.on('connection', (socket) => loop.createTask(loop.connectAcceptedSocket(() => new Echo(), socket)));
+   * ```
+   */
+  *connectAcceptedSocket<P extends Protocol>(
+    protocolFactory: () => P,
+    sock: NetSocket,
+    options: ConnectAcceptedSocketOptions = {},
+  ): Coroutine<[transport: Transport, protocol: P]> {
+    this.#checkClosed();
+    return yield* _connectAcceptedSocket(this, protocolFactory, sock, options);
   }
 
   /**

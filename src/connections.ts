@@ -4,9 +4,10 @@
  * The EventLoop's methods of the same names call these; streams.ts builds on them.
  */
 import * as dgram from 'node:dgram';
-import { lstatSync, unlinkSync } from 'node:fs';
+import { lstatSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import * as net from 'node:net';
 import { createRequire } from 'node:module';
+import { getSystemErrorMap } from 'node:util';
 import type * as tls from 'node:tls';
 import type { EventLoop } from './base-events.js';
 import type { Coroutine } from './coroutines.js';
@@ -16,6 +17,7 @@ import { CAN_PROBE_DESCRIPTORS, OUT_OF_RESOURCE_CODES, probeDescriptor } from '.
 import { INSPECT, repr } from './internal/format.js';
 import { eventFuture } from './internal/node-events.js';
 import type { DatagramProtocol, Protocol } from './protocols.js';
+import { _abortHandshake, _handshakeTimeout } from './start-tls.js';
 import { SocketReads, adoptWithOnread } from './internal/socket-reads.js';
 import { DatagramTransport, Transport, _trackOpen, _untrackOpen, type LoopResource, type TransportOwner } from './transports.js';
 
@@ -25,6 +27,13 @@ export interface CreateConnectionOptions {
   ssl?: boolean | tls.ConnectionOptions;
   /** The host name for SNI and certificate checks, when it differs from `host`. */
   serverHostname?: string;
+  /**
+   * The local `[host, port]` to bind the socket to before it connects (port 0: any); the first
+   * local address of the remote's family is used (TCP only).
+   */
+  localAddr?: [host: string, port: number];
+  /** Seconds the TLS handshake may take before the connection is aborted (default 60); only with `ssl`. */
+  sslHandshakeTimeout?: number;
 }
 
 /** Options of `loop.createServer`. */
@@ -35,15 +44,32 @@ export interface CreateServerOptions {
   ssl?: tls.TlsOptions;
   /** Start accepting at once (default true); else `startServing()` or `serveForever()` starts it. */
   startServing?: boolean;
+  /** Seconds each client's TLS handshake may take before its connection is dropped (default 60); only with `ssl`. */
+  sslHandshakeTimeout?: number;
   /**
    * Let several servers (in several threads) listen on the same port, the kernel spreading the
    * connections (SO_REUSEPORT). Needs Node 22.12 or later.
    */
   reusePort?: boolean;
+  /**
+   * Serve on this `net.Server`, already listening (Node binds a server as it listens), instead of
+   * a host and port or a path (asyncio's `sock`). The Server takes it over: closing it closes
+   * this one. With `ssl`, its connections are wrapped in TLS.
+   */
+  sock?: net.Server;
+  /** TCP servers: turn on TCP keep-alive (SO_KEEPALIVE) on every accepted connection (asyncio 3.13's `keep_alive`). */
+  keepAlive?: boolean;
+  /**
+   * Unix servers: remove the socket file when the server closes (default true), unless another
+   * file has replaced it meanwhile (asyncio 3.13's `cleanup_socket`).
+   */
+  cleanupSocket?: boolean;
 }
 
-/** Options of `loop.createDatagramEndpoint`: at least one of the two addresses. */
+/** Options of `loop.createDatagramEndpoint`: at least one of the two addresses, or `sock`. */
 export interface DatagramEndpointOptions {
+  /** Use this `dgram.Socket` (bound, maybe connected) instead of addresses (asyncio's `sock`); the transport takes it over. */
+  sock?: dgram.Socket;
   /** The local `[host, port]` to bind (port 0: a free one). */
   localAddr?: [host: string, port: number];
   /** The peer `[host, port]` that `sendto(data)` without an address sends to. */
@@ -75,6 +101,9 @@ function loadDns(): typeof import('node:dns') {
 
 /** Where a server or a connection goes: a TCP host and port, or a Unix socket path. */
 export type Endpoint = { host: string | null; port: number } | { path: string };
+
+/** Where a server listens: as an Endpoint, or nothing (both null) when it is given `sock`. */
+export type ServerEndpoint = { host: string | null; port: number | null | undefined } | { path: string | null };
 
 /** The socket types and protocols getaddrinfo lists for each address, as Linux's does without hints. */
 const SOCKET_TYPES: ReadonlyArray<[type: number, proto: number]> = [
@@ -121,7 +150,16 @@ export function* _createConnection<P extends Protocol>(
   if (options.serverHostname !== undefined && (ssl === undefined || ssl === false)) {
     throw new RangeError('serverHostname is only meaningful with ssl');
   }
-  const target = 'port' in endpoint ? { host: endpoint.host as string, port: endpoint.port } : { path: endpoint.path };
+  if (options.sslHandshakeTimeout !== undefined && (ssl === undefined || ssl === false)) {
+    throw new RangeError('ssl_handshake_timeout is only meaningful with ssl');
+  }
+  const timeout = ssl === undefined || ssl === false ? 0 : _handshakeTimeout(options.sslHandshakeTimeout);
+  let target: { host: string; port: number; localAddress?: string; localPort?: number } | { path: string } =
+    'port' in endpoint ? { host: endpoint.host as string, port: endpoint.port } : { path: endpoint.path };
+  if (options.localAddr !== undefined) {
+    if (!('port' in target)) throw new TypeError(`${what} got an unexpected keyword argument 'localAddr'`);
+    target = yield* bindTarget(loop, target, options.localAddr, what);
+  }
   const reads = ssl === undefined || ssl === false ? new SocketReads() : null;
   const socket =
     reads !== null
@@ -130,12 +168,18 @@ export function* _createConnection<P extends Protocol>(
           ...(ssl === true ? {} : ssl),
           ...target,
           ...(options.serverHostname !== undefined ? { servername: options.serverHostname } : {}),
+          // The host resolved for localAddr: its name still checks the certificate, as without localAddr.
+          ...(options.serverHostname === undefined && 'port' in endpoint && net.isIP(endpoint.host as string) === 0 ? { servername: endpoint.host as string } : {}),
         });
+  const connected = eventFuture(loop, socket, ssl === undefined || ssl === false ? 'connect' : 'secureConnect');
+  const timer = timeout === 0 ? null : loop.callLater(timeout, () => _abortHandshake(connected, timeout));
   try {
-    yield* eventFuture(loop, socket, ssl === undefined || ssl === false ? 'connect' : 'secureConnect');
+    yield* connected;
   } catch (error) {
     socket.destroy();
-    throw error;
+    throw 'localAddress' in target ? bindError(error, target) : error;
+  } finally {
+    timer?.cancel();
   }
   let protocol: P;
   try {
@@ -155,6 +199,45 @@ export function* _createConnection<P extends Protocol>(
     throw error;
   }
   return [transport, protocol];
+}
+
+/** The name asyncio prints for an address family. */
+function familyName(family: 4 | 6): string {
+  return family === 6 ? 'AF_INET6' : 'AF_INET';
+}
+
+/**
+ * Where to connect from `localAddr` (asyncio binds before it connects): the remote's address
+ * resolved, and the first local address of its family; none of that family is an error naming it.
+ */
+function* bindTarget(
+  loop: EventLoop,
+  target: { host: string; port: number },
+  localAddr: unknown,
+  what: string,
+): Coroutine<{ host: string; port: number; localAddress: string; localPort: number }> {
+  if (!Array.isArray(localAddr) || localAddr.length !== 2 || typeof localAddr[0] !== 'string') {
+    throw new TypeError(`${what} localAddr must be [host, port], got ${repr(localAddr)}`);
+  }
+  const localPort = checkPort(localAddr[1], `${what} localAddr`);
+  const [remote] = yield* _getaddrinfo(loop, target.host, target.port, {});
+  if (remote === undefined) throw new Error('getaddrinfo() returned empty list');
+  const family = remote[0];
+  const locals = yield* _getaddrinfo(loop, localAddr[0] as string, localPort, {});
+  if (locals.length === 0) throw new Error('getaddrinfo() returned empty list');
+  const local = locals.find((info) => info[0] === family);
+  if (local === undefined) throw new Error(`no matching local address with family=${familyName(family)} found`);
+  return { host: remote[4][0], port: target.port, localAddress: local[4][0], localPort };
+}
+
+/** A bind that failed before the connect, reported as asyncio words it (with the OS error's code and errno kept). */
+function bindError(error: unknown, target: { localAddress?: string; localPort?: number }): unknown {
+  const failed = error as (Error & { syscall?: string; code?: string; errno?: number }) | null;
+  if (failed === null || typeof failed !== 'object' || failed.syscall !== 'bind') return error;
+  const reason = typeof failed.errno === 'number' ? (getSystemErrorMap().get(failed.errno)?.[1] ?? failed.message) : failed.message;
+  const wrapped = new Error(`error while attempting to bind on address ['${target.localAddress}', ${target.localPort}]: ${reason.toLowerCase()}`, { cause: error });
+  Object.assign(wrapped, { code: failed.code, errno: failed.errno, syscall: 'bind' });
+  return wrapped;
 }
 
 // ───────────────────────────── servers ─────────────────────────────
@@ -179,9 +262,13 @@ export class Server implements TransportOwner, LoopResource {
   readonly #loop: EventLoop;
   readonly #factory: () => Protocol;
   readonly #netServer: net.Server;
-  readonly #listen: net.ListenOptions;
+  readonly #listen: net.ListenOptions | null;
   readonly #unixPath: string | null;
   readonly #secure: boolean;
+  readonly #keepAlive: boolean;
+  /** The inode of the socket file this server bound, removed on close only while it is still that file; null: leave it. */
+  #unixInode: number | null = null;
+  readonly #cleanupSocket: boolean;
   #open = true;
   #serving = false;
   #listening = false;
@@ -193,20 +280,37 @@ export class Server implements TransportOwner, LoopResource {
   /** Set once a shortage was reported; an accept that finds the process with room again ends it, so each shortage is reported once. */
   #outOfResources = false;
 
-  /** @internal Made by `loop.createServer` / `startServer`. */
-  constructor(loop: EventLoop, factory: () => Protocol, netServer: net.Server, listen: net.ListenOptions, unixPath: string | null, secure: boolean) {
+  /**
+   * @internal Made by `loop.createServer` / `startServer`: `netServer` listens (with `listen`, or
+   * already: null); `tlsFront`, when `netServer` is a plain server given as `sock` with `ssl`,
+   * wraps its connections in TLS.
+   */
+  constructor(
+    loop: EventLoop,
+    factory: () => Protocol,
+    netServer: net.Server,
+    listen: net.ListenOptions | null,
+    unixPath: string | null,
+    secure: boolean,
+    settings: { keepAlive: boolean; cleanupSocket: boolean; tlsFront: tls.Server | null },
+  ) {
     this.#loop = loop;
     this.#factory = factory;
     this.#netServer = netServer;
     this.#listen = listen;
     this.#unixPath = unixPath;
     this.#secure = secure;
-    netServer.on(secure ? 'secureConnection' : 'connection', this.#accept);
+    this.#keepAlive = settings.keepAlive;
+    this.#cleanupSocket = settings.cleanupSocket;
+    const front = settings.tlsFront;
+    if (front !== null) netServer.on('connection', (socket: net.Socket) => front.emit('connection', socket));
+    const events = front ?? netServer;
+    events.on(secure ? 'secureConnection' : 'connection', this.#accept);
     if (secure) {
       // The accept took its descriptor before the handshake: check right then.
       netServer.on('connection', this.#checkResources);
       // A client that fails its handshake never becomes a connection: asyncio logs it in debug mode only.
-      netServer.on('tlsClientError', (_error: Error, socket: tls.TLSSocket) => socket.destroy());
+      events.on('tlsClientError', (_error: Error, socket: tls.TLSSocket) => socket.destroy());
     }
     _trackOpen(loop, this);
   }
@@ -215,8 +319,43 @@ export class Server implements TransportOwner, LoopResource {
   _closeAtLoopClose(): void {
     this.#open = false;
     this.#serving = false;
+    this.#closeListener();
+  }
+
+  /**
+   * Close the listening socket. A Unix socket's file goes with it only when `cleanupSocket` and
+   * it is still the file this server bound (asyncio 3.13 compares inodes): libuv unlinks the
+   * path it bound as it closes, synchronously, so a file to keep is moved aside meanwhile.
+   */
+  #closeListener(): void {
+    const path = this.#unixPath;
+    const inode = this.#unixInode;
+    this.#unixInode = null;
+    let aside: string | null = null;
+    if (path !== null) {
+      let present: number | null = null;
+      try {
+        present = statSync(path).ino;
+      } catch {
+        // Gone already: nothing to keep, nothing to remove.
+      }
+      if (present !== null && (inode === null || present !== inode)) {
+        aside = `${path}.closing-${process.pid}-${++closingCount}`;
+        try {
+          renameSync(path, aside);
+        } catch {
+          aside = null;
+        }
+      }
+    }
     this.#netServer.close();
-    if (this.#unixPath !== null) removeStaleSocket(this.#unixPath);
+    if (aside !== null) {
+      try {
+        renameSync(aside, path as string);
+      } catch {
+        // Moved or removed meanwhile by someone else: theirs to keep.
+      }
+    } else if (path !== null && inode !== null) removeIfInode(path, inode);
   }
 
   readonly #accept = (accepted: net.Socket): void => {
@@ -248,7 +387,10 @@ export class Server implements TransportOwner, LoopResource {
       const offered = this.#secure ? null : new SocketReads();
       const adopted = offered === null ? null : adoptWithOnread(accepted, offered);
       const socket = adopted ?? accepted;
-      if (this.#unixPath === null) socket.setNoDelay(true);
+      if (this.#unixPath === null) {
+        socket.setNoDelay(true);
+        if (this.#keepAlive) socket.setKeepAlive(true);
+      }
       const transport = new Transport(this.#loop, protocol, {
         readable: socket,
         writable: socket,
@@ -293,6 +435,11 @@ export class Server implements TransportOwner, LoopResource {
     });
   }
 
+  /** @internal A connection it accepted goes on in `next` (startTls). */
+  _replace(previous: Transport, next: Transport): void {
+    if (this.#clients.delete(previous)) this.#clients.add(next);
+  }
+
   /** @internal A connection it accepted ended. */
   _detach(transport: Transport): void {
     this.#clients.delete(transport);
@@ -307,21 +454,35 @@ export class Server implements TransportOwner, LoopResource {
     for (const waiter of waiters) if (!waiter.done()) waiter.setResult(undefined);
   }
 
-  /** @internal Listen (once): the Future settles when the socket is bound, or fails with the OS error. */
+  /**
+   * @internal Bind (once; Node binds as it listens, and connections before `startServing()` are
+   * refused with a reset): the Future settles when the socket is bound, or fails with the OS error.
+   */
   *_startListening(): Coroutine<void> {
     if (this.#listening) return;
     this.#listening = true;
     const server = this.#netServer;
-    const bound = eventFuture(this.#loop, server, 'listening');
-    try {
-      if (this.#unixPath !== null) removeStaleSocket(this.#unixPath);
-      server.listen(this.#listen);
-      yield* bound;
-    } catch (error) {
-      this.#open = false;
-      this.#serving = false;
-      server.close();
-      throw error;
+    const listen = this.#listen;
+    if (listen !== null) {
+      const bound = eventFuture(this.#loop, server, 'listening');
+      try {
+        if (this.#unixPath !== null) removeStaleSocket(this.#unixPath);
+        server.listen(listen);
+        yield* bound;
+      } catch (error) {
+        this.#open = false;
+        this.#serving = false;
+        server.close();
+        _untrackOpen(this.#loop, this);
+        throw error;
+      }
+    }
+    if (this.#unixPath !== null && this.#cleanupSocket) {
+      try {
+        this.#unixInode = statSync(this.#unixPath).ino;
+      } catch {
+        // An abstract socket, or removed already: nothing to clean up.
+      }
     }
     // A failed accept, as libuv reports it on Windows (on Unix it reports none: see #checkResources).
     server.on('error', (error: Error) => this.#reportOutOfResources(error));
@@ -347,8 +508,7 @@ export class Server implements TransportOwner, LoopResource {
     if (!this.#open) return;
     this.#open = false;
     this.#serving = false;
-    this.#netServer.close();
-    if (this.#unixPath !== null) removeStaleSocket(this.#unixPath);
+    this.#closeListener();
     _untrackOpen(this.#loop, this);
     const forever = this.#servingForever;
     if (forever !== null && !forever.done()) forever.cancel();
@@ -377,12 +537,12 @@ export class Server implements TransportOwner, LoopResource {
     });
   }
 
-  /** Start accepting connections (servers start serving at once by default). */
+  /** Start accepting connections (servers start serving at once by default; they are bound from their creation). */
   *startServing(): Coroutine<void> {
     if (!this.#open) throw new RuntimeError(`server ${this} is closed`);
     if (this.#serving) return;
-    this.#serving = true;
     yield* this._startListening();
+    this.#serving = true;
   }
 
   /** Whether the server accepts connections. */
@@ -450,6 +610,18 @@ export class Server implements TransportOwner, LoopResource {
   }
 }
 
+/** Names the socket files moved aside while a server closes apart. */
+let closingCount = 0;
+
+/** Remove the file at `path` if it is the one with `inode` (a server given `sock` bound it, not libuv). */
+function removeIfInode(path: string, inode: number): void {
+  try {
+    if (statSync(path).ino === inode) unlinkSync(path);
+  } catch {
+    // Gone already.
+  }
+}
+
 /** An accepted connection that failed before its transport was made: it is gone, nobody to tell. */
 function ignoreEarlyError(): void {
   // The socket closes by itself.
@@ -479,43 +651,83 @@ function hasReusePort(): boolean {
 export function* _createServer(
   loop: EventLoop,
   protocolFactory: () => Protocol,
-  endpoint: Endpoint,
+  endpoint: ServerEndpoint,
   options: CreateServerOptions,
   what: string,
 ): Coroutine<Server> {
   checkFactory(protocolFactory, what);
   if (options === null || typeof options !== 'object') throw new TypeError(`${what} options must be an object, got ${repr(options)}`);
-  const listen: net.ListenOptions = {};
+  if (typeof options.ssl === 'boolean') throw new TypeError("ssl argument must be node:tls server options (asyncio's SSLContext) or undefined");
+  if (options.sslHandshakeTimeout !== undefined && options.ssl === undefined) throw new RangeError('ssl_handshake_timeout is only meaningful with ssl');
+  // Node drops a client whose handshake outlasts it (tls.Server's handshakeTimeout, in ms).
+  const handshakeTimeout = options.ssl === undefined ? {} : { handshakeTimeout: _handshakeTimeout(options.sslHandshakeTimeout) * 1000 };
+  const sock = options.sock ?? null;
+  const unix = 'path' in endpoint;
+  if (unix && options.keepAlive !== undefined) throw new TypeError(`${what} got an unexpected keyword argument 'keepAlive'`);
+  if (!unix && options.cleanupSocket !== undefined) throw new TypeError(`${what} got an unexpected keyword argument 'cleanupSocket'`);
+  let listen: net.ListenOptions | null = {};
   let unixPath: string | null = null;
-  if ('port' in endpoint) {
-    if (endpoint.host !== null && (typeof endpoint.host !== 'string' || endpoint.host === '')) {
-      throw new TypeError(`${what} host must be a non-empty string or null (every interface), got ${repr(endpoint.host)}`);
-    }
-    listen.port = checkPort(endpoint.port, what);
-    if (endpoint.host !== null) listen.host = endpoint.host;
-  } else {
+  if (!unix) {
+    const port = endpoint.port ?? null;
+    if (endpoint.host !== null || port !== null) {
+      if (sock !== null) throw new RangeError('host/port and sock can not be specified at the same time');
+      if (endpoint.host !== null && (typeof endpoint.host !== 'string' || endpoint.host === '')) {
+        throw new TypeError(`${what} host must be a non-empty string or null (every interface), got ${repr(endpoint.host)}`);
+      }
+      listen.port = checkPort(port, what);
+      if (endpoint.host !== null) listen.host = endpoint.host;
+    } else if (sock === null) throw new RangeError('Neither host/port nor sock were specified');
+  } else if (endpoint.path !== null) {
+    if (sock !== null) throw new RangeError('path and sock can not be specified at the same time');
     if (typeof endpoint.path !== 'string' || endpoint.path === '') throw new TypeError(`${what} path must be a non-empty string, got ${repr(endpoint.path)}`);
     listen.path = endpoint.path;
     unixPath = endpoint.path;
+  } else if (sock === null) throw new RangeError('path was not specified, and no sock specified');
+  if (sock !== null) {
+    unixPath = checkServerSock(sock, unix);
+    listen = null;
   }
   if (options.backlog !== undefined) {
     if (!Number.isInteger(options.backlog) || options.backlog < 0) throw new RangeError(`${what} backlog must be a non-negative integer, got ${repr(options.backlog)}`);
-    listen.backlog = options.backlog;
+    if (listen !== null) listen.backlog = options.backlog;
   }
-  if (options.reusePort === true) {
+  if (options.reusePort === true && listen !== null) {
     if (!hasReusePort()) throw new RangeError(`reusePort needs Node 22.12 or later (SO_REUSEPORT in net.Server.listen); this is Node ${process.version}`);
     (listen as net.ListenOptions & { reusePort?: boolean }).reusePort = true;
   }
-  // Accepted plain sockets wait paused: their handle moves to a socket read through onread (adoptWithOnread).
-  const netServer =
-    options.ssl === undefined ? net.createServer({ allowHalfOpen: true, pauseOnConnect: true }) : loadTls().createServer({ ...options.ssl, allowHalfOpen: true });
-  const server = new Server(loop, protocolFactory, netServer, listen, unixPath, options.ssl !== undefined);
-  if (options.startServing === false) {
-    // asyncio binds at once and listens later; Node binds as it listens: both happen at startServing().
-    return server;
+  const secure = options.ssl !== undefined;
+  let netServer: net.Server;
+  let tlsFront: tls.Server | null = null;
+  if (sock !== null) {
+    netServer = sock;
+    // Node reads these as it accepts: accepted sockets wait paused (plain) and keep a half-close.
+    (sock as net.Server & { allowHalfOpen: boolean; pauseOnConnect: boolean }).allowHalfOpen = true;
+    (sock as net.Server & { pauseOnConnect: boolean }).pauseOnConnect = !secure;
+    if (secure) tlsFront = loadTls().createServer({ ...options.ssl, ...handshakeTimeout, allowHalfOpen: true });
+  } else {
+    // Accepted plain sockets wait paused: their handle moves to a socket read through onread (adoptWithOnread).
+    netServer = secure ? loadTls().createServer({ ...options.ssl, ...handshakeTimeout, allowHalfOpen: true }) : net.createServer({ allowHalfOpen: true, pauseOnConnect: true });
   }
-  yield* server.startServing();
+  const server = new Server(loop, protocolFactory, netServer, listen, unixPath, secure, {
+    keepAlive: options.keepAlive === true,
+    cleanupSocket: options.cleanupSocket !== false,
+    tlsFront,
+  });
+  // asyncio binds at once and accepts from start_serving(): the address is known from here on.
+  yield* server._startListening();
+  if (options.startServing !== false) yield* server.startServing();
   return server;
+}
+
+/** A server's `sock` checked as asyncio checks it; the Unix socket's path, or null for TCP. */
+function checkServerSock(sock: unknown, unix: boolean): string | null {
+  if (!(sock instanceof net.Server)) throw new RangeError(`A Stream Socket was expected, got ${repr(sock)}`);
+  // A tls.Server is TLS already, as an SSLSocket is: TLS comes from the ssl option.
+  if (typeof (sock as Partial<tls.Server>).setSecureContext === 'function') throw new TypeError('Socket cannot be of type SSLSocket');
+  if (!sock.listening) throw new RangeError(`sock must be a listening net.Server (Node binds a server as it listens), got ${repr(sock)}`);
+  const address = sock.address();
+  if (unix && typeof address !== 'string') throw new RangeError(`A UNIX Domain Stream Socket was expected, got ${repr(sock)}`);
+  return typeof address === 'string' ? address : null;
 }
 
 // ───────────────────────────── datagrams, names ─────────────────────────────
@@ -534,6 +746,7 @@ export function* _createDatagramEndpoint<P extends DatagramProtocol>(
   checkFactory(protocolFactory, 'createDatagramEndpoint()');
   if (options === null || typeof options !== 'object') throw new TypeError(`createDatagramEndpoint() options must be an object, got ${repr(options)}`);
   const { localAddr, remoteAddr } = options;
+  if (options.sock !== undefined) return yield* adoptDatagramSocket(loop, protocolFactory, options.sock, options);
   if (localAddr === undefined && remoteAddr === undefined) throw new RangeError('unexpected address family: createDatagramEndpoint() needs localAddr or remoteAddr');
   for (const [name, addr] of [['localAddr', localAddr], ['remoteAddr', remoteAddr]] as const) {
     if (addr === undefined) continue;
@@ -641,6 +854,39 @@ export function* _getnameinfo(loop: EventLoop, sockaddr: unknown, flags: number)
     }
   }
   return [name, service];
+}
+
+/** createDatagramEndpoint with `sock`: checked as asyncio checks it, bound if it is not yet, then driven. */
+function* adoptDatagramSocket<P extends DatagramProtocol>(
+  loop: EventLoop,
+  protocolFactory: () => P,
+  sock: unknown,
+  options: DatagramEndpointOptions,
+): Coroutine<[DatagramTransport, P]> {
+  if (!(sock instanceof dgram.Socket)) throw new RangeError(`A datagram socket was expected, got ${repr(sock)}`);
+  const problems = (['localAddr', 'remoteAddr'] as const).filter((name) => options[name] !== undefined).map((name) => `${name}=${repr(options[name])}`);
+  if (problems.length > 0) throw new RangeError(`socket modifier keyword arguments can not be used when sock is specified. (${problems.join(', ')})`);
+  let remote: [string, number] | null = null;
+  try {
+    sock.address();
+  } catch {
+    // Not bound yet: bound to any port, as a first sendto() binds it.
+    const bound = eventFuture(loop, sock, 'listening');
+    sock.bind(0);
+    yield* bound;
+  }
+  try {
+    const peer = sock.remoteAddress();
+    remote = [peer.address, peer.port];
+  } catch {
+    // Not connected: every sendto() names its address.
+  }
+  const protocol = protocolFactory();
+  const made = loop.createFuture<undefined>();
+  sock.unref();
+  const transport = new DatagramTransport(loop, sock, protocol, remote, made);
+  yield* made;
+  return [transport, protocol];
 }
 
 /**

@@ -109,7 +109,7 @@ export {
 } from './loop-thread.js';
 export { LoopThreadPool, type LoopThreadPoolOptions, type LoopThreadPoolStatistics } from './loop-thread-pool.js';
 export { logger, type Logger } from './log.js';
-export { BufferedProtocol, DatagramProtocol, Protocol, SubprocessProtocol } from './protocols.js';
+export { BaseProtocol, BufferedProtocol, DatagramProtocol, Protocol, SubprocessProtocol } from './protocols.js';
 export {
   ReadPipeTransport,
   SubprocessTransport,
@@ -136,6 +136,8 @@ export {
   type DatagramEndpointOptions,
   type GetaddrinfoOptions,
 } from './connections.js';
+export type { ConnectAcceptedSocketOptions, SslContext, StartTlsOptions } from './start-tls.js';
+export type { SendfileOptions, SendfileSource } from './sendfile.js';
 export {
   StreamReader,
   StreamWriter,

@@ -9,32 +9,19 @@ import type { SubprocessTransport } from './internal/pipes/subprocess.js';
 import type { DatagramTransport, SocketAddress, Transport } from './transports.js';
 
 /**
- * The base class of stream protocols (asyncio.Protocol): every method here does nothing.
+ * The base class of every protocol (asyncio.BaseProtocol): what all transports call, the
+ * connection's start and end and the write flow control. Every method here does nothing;
+ * subclass Protocol, BufferedProtocol or DatagramProtocol rather than this one.
  *
  * @example
  * ```ts
- * class Echo extends Protocol {
- *   #transport: Transport | null = null;
- *   override connectionMade(transport: Transport): void { this.#transport = transport; }
- *   override dataReceived(data: Uint8Array): void { this.#transport!.write(data); }
- * }
- * const server = yield* loop.createServer(() => new Echo(), '127.0.0.1', 0);
+ * function isProtocol(value: unknown): value is BaseProtocol { return value instanceof BaseProtocol; }
  * ```
  */
-export class Protocol {
+export class BaseProtocol {
   /** The connection is up; `transport` is its transport. */
-  connectionMade(transport: Transport): void {
+  connectionMade(transport: unknown): void {
     void transport;
-  }
-
-  /** Bytes arrived. */
-  dataReceived(data: Uint8Array): void {
-    void data;
-  }
-
-  /** The peer sent EOF; return true to keep the transport open (half-close), else it closes. */
-  eofReceived(): boolean | void {
-    return undefined;
   }
 
   /** The connection is closed: `exc` is null on a regular close or EOF, else the error. */
@@ -68,9 +55,9 @@ export class Protocol {
  * const [transport, protocol] = yield* loop.subprocessExec(() => new Collect(), 'ls', '-1');
  * ```
  */
-export class SubprocessProtocol {
+export class SubprocessProtocol extends BaseProtocol {
   /** The child started and its pipes are connected; `transport` is its transport. */
-  connectionMade(transport: SubprocessTransport): void {
+  override connectionMade(transport: SubprocessTransport): void {
     void transport;
   }
 
@@ -92,19 +79,50 @@ export class SubprocessProtocol {
   }
 
   /** The transport is done: the child ended and every pipe closed. */
-  connectionLost(exc: Error | null): void {
+  override connectionLost(exc: Error | null): void {
     void exc;
   }
 
   /** The child's stdin buffer went over its high-water mark. */
-  pauseWriting(): void {
+  override pauseWriting(): void {
     // Nothing to do by default.
   }
 
   /** The child's stdin buffer drained below its low-water mark. */
-  resumeWriting(): void {
+  override resumeWriting(): void {
     // Nothing to do by default.
   }
+}
+
+/**
+ * The base class of stream protocols (asyncio.Protocol): every method here does nothing.
+ *
+ * @example
+ * ```ts
+ * class Echo extends Protocol {
+ *   #transport: Transport | null = null;
+ *   override connectionMade(transport: Transport): void { this.#transport = transport; }
+ *   override dataReceived(data: Uint8Array): void { this.#transport!.write(data); }
+ * }
+ * const server = yield* loop.createServer(() => new Echo(), '127.0.0.1', 0);
+ * ```
+ */
+export class Protocol extends BaseProtocol {
+  /** The connection is up; `transport` is its transport. */
+  override connectionMade(transport: Transport): void {
+    void transport;
+  }
+
+  /** Bytes arrived. */
+  dataReceived(data: Uint8Array): void {
+    void data;
+  }
+
+  /** The peer sent EOF; return true to keep the transport open (half-close), else it closes. */
+  eofReceived(): boolean | void {
+    return undefined;
+  }
+
 }
 
 /**
@@ -137,7 +155,8 @@ export class BufferedProtocol extends Protocol {
    */
   getBuffer(sizeHint: number): Uint8Array {
     void sizeHint;
-    throw new TypeError(`${this.constructor.name}.getBuffer() is not overridden: a BufferedProtocol must supply the memory to receive into`);
+    // asyncio's returns None, which the transport then refuses: the same here.
+    return undefined as unknown as Uint8Array;
   }
 
   /** The first `nbytes` bytes of the buffer the last `getBuffer()` returned hold new data (buffer_updated). */
@@ -216,9 +235,9 @@ function receivingView(buffer: unknown): Uint8Array {
  * }
  * ```
  */
-export class DatagramProtocol {
+export class DatagramProtocol extends BaseProtocol {
   /** The endpoint is open; `transport` is its transport. */
-  connectionMade(transport: DatagramTransport): void {
+  override connectionMade(transport: DatagramTransport): void {
     void transport;
   }
 
@@ -234,7 +253,7 @@ export class DatagramProtocol {
   }
 
   /** The endpoint is closed: `exc` is null on a regular close. */
-  connectionLost(exc: Error | null): void {
+  override connectionLost(exc: Error | null): void {
     void exc;
   }
 }

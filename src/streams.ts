@@ -9,7 +9,7 @@
  * towards the peer) until the buffer drains.
  */
 import type { EventLoop } from './base-events.js';
-import { _createConnection, _createServer, type Server } from './connections.js';
+import { _createConnection, _createServer, type CreateConnectionOptions, type Server, type ServerEndpoint } from './connections.js';
 import { isCoroutine, type Coroutine } from './coroutines.js';
 import { IncompleteReadError, LimitOverrunError, RuntimeError } from './exceptions.js';
 import type { Future } from './futures.js';
@@ -18,9 +18,10 @@ import { WaitNote } from './internal/introspect.js';
 import { INSPECT, repr } from './internal/format.js';
 import { _getEventLoop, _getRunningLoop } from './internal/running.js';
 import { Protocol } from './protocols.js';
+import type { SslContext, StartTlsOptions } from './start-tls.js';
 import { sleep } from './tasks.js';
 import { Transport, type SocketAddress } from './transports.js';
-import type { Socket } from 'node:net';
+import type { Server as NetServer, Socket } from 'node:net';
 import type * as tls from 'node:tls';
 
 /** asyncio's default buffer limit of a StreamReader: 64 KiB. */
@@ -36,6 +37,10 @@ export interface OpenConnectionOptions {
   ssl?: boolean | tls.ConnectionOptions;
   /** The host name to check the server's certificate against (SNI), when it differs from `host`. */
   serverHostname?: string;
+  /** The local `[host, port]` to bind to before connecting (TCP only). */
+  localAddr?: [host: string, port: number];
+  /** Seconds the TLS handshake may take before the connection is aborted (default 60); only with `ssl`. */
+  sslHandshakeTimeout?: number;
 }
 
 /** Options of `startServer` / `startUnixServer`. */
@@ -48,8 +53,16 @@ export interface StartServerOptions {
   ssl?: tls.TlsOptions;
   /** Start accepting at once (default true). */
   startServing?: boolean;
+  /** Seconds each client's TLS handshake may take before its connection is dropped (default 60); only with `ssl`. */
+  sslHandshakeTimeout?: number;
   /** Several servers (in several LoopThreads) on one port (SO_REUSEPORT); needs Node 22.12 or later. */
   reusePort?: boolean;
+  /** Serve on this already listening `net.Server` instead of a host and port or a path (asyncio's `sock`). */
+  sock?: NetServer;
+  /** TCP: turn on TCP keep-alive on every accepted connection (asyncio 3.13's `keep_alive`). */
+  keepAlive?: boolean;
+  /** Unix: remove the socket file on close (default true), unless another file replaced it (3.13's `cleanup_socket`). */
+  cleanupSocket?: boolean;
 }
 
 /** What a StreamReader pauses and resumes for back-pressure: a transport, or the pipes of a subprocess. */
@@ -176,6 +189,12 @@ export class StreamReader {
   _setTransport(transport: ReadingControl): void {
     if (this.#transport !== null) throw new RuntimeError('Transport already set');
     this.#transport = transport;
+  }
+
+  /** @internal The connection goes on over `transport` (startTls): it is the one paused and resumed now. */
+  _replaceTransport(transport: ReadingControl): void {
+    this.#transport = transport;
+    if (this.#paused) transport.pauseReading();
   }
 
   #maybeResumeTransport(): void {
@@ -528,7 +547,7 @@ export class _StreamReaderProtocol extends Protocol {
         const error = done.exception();
         if (error !== null) {
           this.#loop.callExceptionHandler({
-            message: 'Unhandled exception in clientConnected callback',
+            message: 'Unhandled exception in client_connected_cb',
             exception: error,
             transport,
           });
@@ -606,6 +625,17 @@ export class _StreamReaderProtocol extends Protocol {
   _closedFuture(): Future<void> {
     return this.#closed;
   }
+
+  /** @internal Whether it serves a connection a server accepted (the TLS server side, for startTls). */
+  _isServerSide(): boolean {
+    return this.#clientConnected !== null;
+  }
+
+  /** @internal The connection goes on over `transport` (startTls). */
+  _replaceTransport(transport: Transport): void {
+    this.#transport = transport;
+    this.#reader?._replaceTransport(transport);
+  }
 }
 
 /** asyncio's ConnectionResetError('Connection lost'), with Node's code for a reset connection. */
@@ -628,18 +658,45 @@ function connectionLost(): Error {
  * ```
  */
 export class StreamWriter {
-  /** The underlying transport. */
-  readonly transport: Transport;
+  #transport: Transport;
   readonly #protocol: _StreamReaderProtocol;
   readonly #reader: StreamReader | null;
   readonly #loop: EventLoop;
 
   /** @internal Made by the stream functions and subprocesses. */
   constructor(transport: Transport, protocol: _StreamReaderProtocol, reader: StreamReader | null, loop: EventLoop) {
-    this.transport = transport;
+    this.#transport = transport;
     this.#protocol = protocol;
     this.#reader = reader;
     this.#loop = loop;
+  }
+
+  /** The underlying transport (a new one after `startTls()`). */
+  get transport(): Transport {
+    return this.#transport;
+  }
+
+  /**
+   * Upgrade the connection to TLS (start_tls): after the buffered data is sent, the handshake
+   * runs as the server for a connection `startServer` accepted, else as the client; reading and
+   * writing then go over TLS. A failed or timed-out handshake closes the connection and raises.
+   *
+   * @example
+   * ```ts
+   * writer.write(encoder.encode('STARTTLS\n'));
+   * yield* writer.startTls({ ca }, { serverHostname: 'localhost' });
+   * ```
+   */
+  *startTls(sslContext: SslContext, options: { serverHostname?: string; sslHandshakeTimeout?: number } = {}): Coroutine<void> {
+    if (options === null || typeof options !== 'object') throw new TypeError(`startTls() options must be an object, got ${repr(options)}`);
+    const protocol = this.#protocol;
+    yield* this.drain();
+    const upgrade: StartTlsOptions = { serverSide: protocol._isServerSide() };
+    if (options.serverHostname !== undefined) upgrade.serverHostname = options.serverHostname;
+    if (options.sslHandshakeTimeout !== undefined) upgrade.sslHandshakeTimeout = options.sslHandshakeTimeout;
+    const transport = yield* this.#loop.startTls(this.#transport, protocol, sslContext, upgrade);
+    this.#transport = transport;
+    protocol._replaceTransport(transport);
   }
 
   /** Queue `data` for sending; never blocks (pair it with `drain()`). */
@@ -735,9 +792,11 @@ function* openWith(
 ): Coroutine<[StreamReader, StreamWriter]> {
   const reader = new StreamReader(options.limit, loop);
   const protocol = new _StreamReaderProtocol(reader, null, loop);
-  const connection: { ssl?: boolean | tls.ConnectionOptions; serverHostname?: string } = {};
+  const connection: CreateConnectionOptions = {};
   if (options.ssl !== undefined) connection.ssl = options.ssl;
   if (options.serverHostname !== undefined) connection.serverHostname = options.serverHostname;
+  if (options.localAddr !== undefined) connection.localAddr = options.localAddr;
+  if (options.sslHandshakeTimeout !== undefined) connection.sslHandshakeTimeout = options.sslHandshakeTimeout;
   const [transport] = yield* _createConnection(loop, () => protocol, endpoint, connection, what);
   const writer = new StreamWriter(transport, protocol, reader, loop);
   return [reader, writer];
@@ -769,18 +828,15 @@ function checkCallback(callback: unknown, what: string): void {
 function* serveWith(
   loop: EventLoop,
   clientConnected: ClientConnectedCallback,
-  endpoint: { host: string | null; port: number } | { path: string },
+  endpoint: ServerEndpoint,
   options: StartServerOptions,
   what: string,
 ): Coroutine<Server> {
   checkCallback(clientConnected, what);
   const limit = _checkLimit(options.limit);
   const factory = (): Protocol => new _StreamReaderProtocol(new StreamReader(limit, loop), clientConnected, loop);
-  const serverOptions: { backlog?: number; ssl?: tls.TlsOptions; startServing?: boolean; reusePort?: boolean } = {};
-  if (options.backlog !== undefined) serverOptions.backlog = options.backlog;
-  if (options.ssl !== undefined) serverOptions.ssl = options.ssl;
-  if (options.startServing !== undefined) serverOptions.startServing = options.startServing;
-  if (options.reusePort !== undefined) serverOptions.reusePort = options.reusePort;
+  const { limit: _limit, ...serverOptions } = options;
+  void _limit;
   return yield* _createServer(loop, factory, endpoint, serverOptions, what);
 }
 
@@ -802,13 +858,16 @@ function* serveWith(
 export function* startServer(
   clientConnected: ClientConnectedCallback,
   host: string | null,
-  port: number,
+  port: number | null,
   options: StartServerOptions = {},
 ): Coroutine<Server> {
   return yield* serveWith(_runningLoop('startServer()'), clientConnected, { host, port }, options, 'startServer()');
 }
 
-/** Listen on the Unix socket at `path`; closing the server removes the socket file (start_unix_server). */
-export function* startUnixServer(clientConnected: ClientConnectedCallback, path: string, options: StartServerOptions = {}): Coroutine<Server> {
+/**
+ * Listen on the Unix socket at `path`, or serve on `options.sock` (path null); closing the server
+ * removes the socket file unless `cleanupSocket` is false (start_unix_server).
+ */
+export function* startUnixServer(clientConnected: ClientConnectedCallback, path: string | null, options: StartServerOptions = {}): Coroutine<Server> {
   return yield* serveWith(_runningLoop('startUnixServer()'), clientConnected, { path }, options, 'startUnixServer()');
 }

@@ -24,6 +24,7 @@ import type { EventLoop } from './base-events.js';
 import { RuntimeError, _isEscaping } from './exceptions.js';
 import { Deque } from './internal/deque.js';
 import { INSPECT, typeName } from './internal/format.js';
+import { cipherInfo, peerCertInfo } from './internal/tls-info.js';
 import { copyOut, readBytes, type SocketReads } from './internal/socket-reads.js';
 import { logger } from './log.js';
 import { BufferedProtocol, _feedBuffered, type DatagramProtocol, type Protocol } from './protocols.js';
@@ -91,6 +92,8 @@ function isTlsSocket(stream: unknown): stream is TLSSocket {
 export interface TransportOwner {
   /** The transport's connection ended. */
   _detach(transport: Transport): void;
+  /** The connection goes on in `next` (startTls): count it instead of `previous`. */
+  _replace?(previous: Transport, next: Transport): void;
 }
 
 /** What a Transport is made from: its streams and what `getExtraInfo` knows. */
@@ -107,6 +110,18 @@ export interface TransportParts {
   made?: { setResult(value: undefined): void; done(): boolean } | null;
   /** The socket (`readable`) is read through `onread` with these options, not as a stream. */
   reads?: SocketReads | null;
+  /** Whether to call the protocol's `connectionMade` (default true; false after startTls, as asyncio's). */
+  callConnectionMade?: boolean;
+}
+
+/** What a Transport hands over to the transport that replaces it on the same socket (startTls). */
+export interface HandedOver {
+  /** The socket, no longer read or watched by the old transport. */
+  socket: NetSocket;
+  /** The Server that counted the old transport, to count the new one. */
+  owner: TransportOwner | null;
+  /** The old transport's `getExtraInfo` keys. */
+  extra: Record<string, unknown>;
 }
 
 /**
@@ -183,8 +198,11 @@ export class Transport implements LoopResource {
       else if (extra.path !== undefined) extra.sockname ??= extra.path;
       extra.socket ??= socket;
       if (isTlsSocket(socket)) {
-        extra.peercert ??= socket.getPeerCertificate();
-        extra.cipher ??= socket.getCipher();
+        // asyncio's shapes; Node's own objects stay reachable under names of their own.
+        extra.peercert ??= peerCertInfo(socket);
+        extra.cipher ??= cipherInfo(socket);
+        extra.nodePeerCertificate ??= socket.getPeerCertificate(true);
+        extra.nodeCipher ??= socket.getCipher();
         extra.ssl_object ??= socket;
         extra.compression ??= null;
       }
@@ -203,17 +221,54 @@ export class Transport implements LoopResource {
       writable.on('error', this.#onError);
       writable.on('close', this.#onWriteClose);
     }
-    loop.callSoon(() => {
-      if (this.#lost) return;
-      try {
-        this.#protocol.connectionMade(this);
-      } finally {
-        this.#made = true;
-        if (made !== null && !made.done()) made.setResult(undefined);
-        this.#deliverSoon();
-      }
-    });
+    if (parts.callConnectionMade === false) {
+      this.#made = true;
+      if (made !== null && !made.done()) made.setResult(undefined);
+    } else {
+      loop.callSoon(() => {
+        if (this.#lost) return;
+        try {
+          this.#protocol.connectionMade(this);
+        } finally {
+          this.#made = true;
+          if (made !== null && !made.done()) made.setResult(undefined);
+          this.#deliverSoon();
+        }
+      });
+    }
     _trackOpen(loop, this);
+  }
+
+  /**
+   * @internal Let the socket go on without this transport (startTls): nothing more is read or
+   * delivered, the protocol hears nothing; null when it is not a socket, or closing.
+   */
+  _handOver(): HandedOver | null {
+    const socket = this.#readable as NetSocket | null;
+    if (this.#closing || this.#lost || socket === null || socket !== (this.#writable as unknown) || typeof socket.setNoDelay !== 'function') return null;
+    this.#lost = true;
+    this.#closing = true;
+    this.#inbox.clear();
+    this.#reads?.detach();
+    socket.off('data', this.#onData);
+    socket.off('end', this.#onEnd);
+    socket.off('error', this.#onError);
+    socket.off('close', this.#onReadClose);
+    _untrackOpen(this.#loop, this);
+    const owner = this.#owner;
+    this.#owner = null;
+    return { socket, owner, extra: { ...this.#extra } };
+  }
+
+  /** @internal Whether the protocol was told `pauseWriting()` and not yet `resumeWriting()` (sendfile's fallback takes that over). */
+  _isProtocolPaused(): boolean {
+    return this.#protocolPaused;
+  }
+
+  /** @internal Whether `_handOver()` can give its socket: an open socket (startTls's `_start_tls_compatible`). */
+  _canHandOver(): boolean {
+    const socket = this.#readable as NetSocket | null;
+    return !this.#closing && socket !== null && socket === (this.#writable as unknown) && typeof socket.setNoDelay === 'function';
   }
 
   /** @internal */
@@ -355,7 +410,19 @@ export class Transport implements LoopResource {
     this.#inbox.clear();
     this.#readable?.destroy();
     if (this.#writable !== (this.#readable as unknown)) this.#writable?.destroy();
+    else if (this.#readable !== null) {
+      // A socket: closed now, as asyncio closes it; connectionLost follows in the next iteration, not after Node's 'close'.
+      this.#socketGone();
+      return;
+    }
     if (this.#readClosed && this.#writeClosed) this.#connectionLost(this.#error);
+  }
+
+  /** The socket was destroyed by this side: nothing more can arrive, the connection is lost at the next delivery. */
+  #socketGone(): void {
+    this.#readClosed = true;
+    this.#writeClosed = true;
+    this.#deliverSoon();
   }
 
   #connectionLost(error: Error | null): void {
@@ -487,8 +554,15 @@ export class Transport implements LoopResource {
     const writable = this.#writable;
     if (writable !== null && !writable.destroyed) {
       if (writable === (readable as unknown)) {
-        // A socket: end the write half after the buffered data, then let the whole socket go.
         const socket = writable as unknown as NetSocket;
+        if (!this.#isTls && socket.writableLength === 0) {
+          // Everything written is with the kernel, which sends it before the FIN: the socket
+          // closes now and connectionLost follows in the next iteration, as asyncio's does.
+          socket.destroy();
+          this.#socketGone();
+          return;
+        }
+        // End the write half after the buffered data, then let the whole socket go.
         if (socket.writableFinished) socket.destroy();
         else {
           socket.once('finish', () => socket.destroy());
@@ -547,7 +621,13 @@ export class Transport implements LoopResource {
   getExtraInfo(name: 'peername' | 'sockname'): SocketAddress | null;
   /** The underlying `net.Socket` (a `tls.TLSSocket` under TLS) (get_extra_info('socket')). */
   getExtraInfo(name: 'socket'): NetSocket | null;
-  /** Another key asyncio defines (`peercert`, `cipher`, `sslcontext`, ...), else `defaultValue` (default null) (get_extra_info). */
+  /**
+   * Another key asyncio defines, else `defaultValue` (default null) (get_extra_info). Under TLS:
+   * `cipher` is asyncio's `[name, version, secretBits]`, `peercert` its getpeercert() dict
+   * (`{ subject: [[['commonName', 'localhost']]], notAfter, subjectAltName: [['DNS', 'localhost']], ... }`,
+   * `{}` when the peer was not verified, null without a certificate); Node's `getCipher()` and
+   * `getPeerCertificate(true)` are `nodeCipher` and `nodePeerCertificate`, and `ssl_object` the TLSSocket.
+   */
   getExtraInfo<D = null>(name: string, defaultValue?: D): unknown;
   getExtraInfo(name: string, defaultValue: unknown = null): unknown {
     return Object.prototype.hasOwnProperty.call(this.#extra, name) ? this.#extra[name] : defaultValue;

@@ -210,7 +210,7 @@ describe('BufferedProtocol', () => {
           peer.send('two');
           yield* until(() => second.text() === 'two');
           transport.close();
-          return { first, second: second.calls, current: transport.getProtocol() === second };
+          return { first, second: [...second.calls], current: transport.getProtocol() === second };
         })(),
       );
       expect(seen).toEqual({ first: ['one'], second: ['get:3', 'updated:two'], current: true });
@@ -282,7 +282,7 @@ describe('BufferedProtocol', () => {
     });
   }
 
-  it('a BufferedProtocol that does not override getBuffer() fails with an error that says so', async () => {
+  it("a BufferedProtocol that does not override getBuffer() behaves as asyncio's: getBuffer() returns nothing, which the transport refuses", async () => {
     const peer = await nodeServer((socket) => socket.write('data'));
     try {
       const seen = await run(
@@ -291,18 +291,23 @@ describe('BufferedProtocol', () => {
           const contexts: ExceptionContext[] = [];
           loop.setExceptionHandler((_loop, context) => contexts.push(context));
           class Forgetful extends BufferedProtocol {
-            lost = false;
-            override connectionLost(): void {
-              this.lost = true;
+            lost: Error | null | undefined = undefined;
+            override connectionLost(exc: Error | null): void {
+              this.lost = exc;
             }
           }
           const [, protocol] = yield* loop.createConnection(() => new Forgetful(), '127.0.0.1', peer.port);
-          yield* until(() => protocol.lost);
-          return contexts.map((context) => `${context.message} ${(context.exception as Error).message}`);
+          yield* until(() => protocol.lost !== undefined);
+          const reported = contexts.map((context) => `${context.message} ${String(context.exception)}`);
+          return [...reported, `lost: ${String(protocol.lost)}`, `same error: ${contexts[0]?.exception === protocol.lost}`];
         })(),
       );
+      // asyncio's get_buffer() returns None, which the transport refuses (a TypeError there too).
+      expect(new BufferedProtocol().getBuffer(10)).toBeUndefined();
       expect(seen).toEqual([
-        'Fatal error: protocol.getBuffer() call failed. Forgetful.getBuffer() is not overridden: a BufferedProtocol must supply the memory to receive into',
+        "Fatal error: protocol.getBuffer() call failed. TypeError: getBuffer() must return a Uint8Array or another ArrayBufferView, not 'undefined'",
+        "lost: TypeError: getBuffer() must return a Uint8Array or another ArrayBufferView, not 'undefined'",
+        'same error: true',
       ]);
     } finally {
       peer.server.close();

@@ -8,6 +8,7 @@ import * as multiloop from '../src/index.js';
 const EXPECTED_EXPORTS = [
   'ALL_COMPLETED',
   'Barrier',
+  'BaseProtocol',
   'BoundedSemaphore',
   'BrokenBarrierError',
   'BufferedProtocol',

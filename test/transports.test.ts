@@ -167,9 +167,13 @@ describe('Transport and Protocol', () => {
 
   it('eofReceived returning true keeps the transport open for writing (half-close)', async () => {
     let answer = '';
+    let answered: () => void = () => undefined;
+    const allAnswered = new Promise<void>((resolve) => (answered = resolve));
     const peer = await nodeServer((socket) => {
       socket.end('question');
       socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+      // The transport is lost once its bytes are with the kernel: the peer reads them a moment later.
+      socket.on('close', () => answered());
     });
     try {
       const calls = await run(
@@ -189,6 +193,7 @@ describe('Transport and Protocol', () => {
         })(),
       );
       expect(calls).toEqual(['made', 'data:question', 'eof', 'lost:null']);
+      await allAnswered;
       expect(answer).toBe('answer after eof');
     } finally {
       peer.server.close();
