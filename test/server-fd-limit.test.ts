@@ -1,17 +1,17 @@
 /**
- * A server whose process runs out of file descriptors, in a child process started under
- * `ulimit -n 64`: libuv then closes every connection that comes without telling Node (its
+ * A server whose process runs out of file descriptors, in a child process held to 64 of them
+ * (prlimit, once its modules are loaded: loading them opens many files at once): libuv then closes every connection that comes without telling Node (its
  * "emfile trick"), so the shortage must be reported by the server itself — once per shortage,
  * through the loop's exception handler, with asyncio's message — and once descriptors are free
  * again new clients are served.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 
-/** The child's descriptor limit (soft and hard: Node raises its soft limit to the hard one). */
+/** The child's descriptor limit (soft and hard), set once it listens. */
 const LIMIT = 64;
 /** Clients that come while the server is out of descriptors, beside the first one refused. */
 const REFUSED_MORE = 3;
@@ -32,8 +32,7 @@ class Limited {
 
   constructor(kind: string) {
     const script = fileURLToPath(new URL('./fixtures/server-fd-limit.mjs', import.meta.url));
-    // `ulimit -n` sets both limits, which keeps Node from raising its soft limit at start.
-    this.child = spawn('sh', ['-c', `ulimit -n ${LIMIT} && exec "$0" "$@"`, process.execPath, script, kind], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [script, kind], { stdio: ['ignore', 'pipe', 'pipe'] });
     let partial = '';
     this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       const parts = (partial + chunk).split('\n');
@@ -101,6 +100,8 @@ describe.runIf(process.platform !== 'win32')('Server when the process runs out o
       const first = limited.lines[0]!;
       if (!('port' in first)) throw new Error(`expected the port first, got ${JSON.stringify(first)}`);
       const { port } = first;
+      // From now on (its modules loaded, listening) the child has 64 descriptors at most.
+      execFileSync('prlimit', ['--pid', String(limited.child.pid), `--nofile=${LIMIT}:${LIMIT}`]);
 
       let held: net.Socket[] = [];
       let served = 0;
