@@ -245,7 +245,8 @@ async function openQueue(name: string, prefix: string, connection: ResolvedConne
   // Without a listener, an EventEmitter throws its 'error' events.
   let onError: (error: Error) => void = () => undefined;
   queue.on('error', (error: Error) => onError(error));
-  const client = queue.client as unknown as Promise<RedisLike>;
+  // BullMQ 6 keeps the raw client on its Redis backend (Queue#client is gone).
+  const client = queue.getBackend().client as unknown as Promise<RedisLike>;
   let connected: RedisLike | null = null;
   client.then(
     (ready) => (connected = ready),
@@ -426,7 +427,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
 
   let subscriber: RedisLike | null = null;
   const started = async (): Promise<void> => {
-    const client = (await worker.client) as unknown as RedisLike;
+    const client = (await worker.getBackend().client) as unknown as RedisLike;
     runner.attach(client);
     subscriber = client.duplicate();
     subscriber.on('error', () => undefined);

@@ -181,7 +181,7 @@ return 1
 const REPORT_SHA = createHash('sha1').update(REPORT_LUA).digest('hex');
 
 /**
- * The commands of an ioredis client this code uses (BullMQ's `queue.client` and its duplicates):
+ * The commands of an ioredis client this code uses (the client of BullMQ's Redis backend, `getBackend().client`, and its duplicates):
  * raw commands, so nothing depends on ioredis's typings or BullMQ's wrapper of them.
  */
 export interface RedisLike {
