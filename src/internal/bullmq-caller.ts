@@ -19,14 +19,19 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { RuntimeError } from '../exceptions.js';
+import type { EventLoop } from '../base-events.js';
 import { logger } from '../log.js';
 import { describeWorkerFn, type WorkerFn } from '../worker-fn.js';
 import type { BullMQExecutorStatistics } from '../bullmq.js';
 import { ConcurrentFuture } from './concurrent-future.js';
+import { repr } from './format.js';
+import { _getRunningLoop } from './running.js';
 import {
   KEY_TTL_SECONDS,
+  MAX_OUTCOME_BYTES,
   OUTCOME_ERROR,
   OUTCOME_JOB_ERROR,
+  OUTCOME_VALUE,
   decodeOutcomes,
   encodeRequest,
   unwireFailure,
@@ -154,6 +159,8 @@ export class CallerEngine {
   readonly #unreachableMs: number;
 
   #port: QueuePort | null = null;
+  /** The loop that last submitted a call (or made the executor): its exception handler hears of bad outcome entries. */
+  #loop: EventLoop | null = _getRunningLoop();
   #client: RedisLike | null = null;
   #reader: RedisLike | null = null;
   #connectFailure: Error | null = null;
@@ -240,7 +247,7 @@ export class CallerEngine {
       connection.on('ready', () => this.#checkUp());
     }
     this.#checkUp();
-    void this.#read(reader);
+    this.#read(reader).catch((error: unknown) => logger.error('BullMQExecutor: the reader of outcomes stopped', error));
   }
 
   /** The connection could not be made for good (a bad option, a Redis too old): every call fails. */
@@ -251,6 +258,7 @@ export class CallerEngine {
 
   submit(fn: WorkerFn, given: unknown[]): ConcurrentFuture<unknown> {
     if (this.#shutdown) throw new RuntimeError('cannot schedule new futures after shutdown');
+    this.#loop = _getRunningLoop() ?? this.#loop;
     const what = describeWorkerFn(fn);
     let args: unknown[];
     let failure: Error | null = this.#connectFailure ?? (this.#expired ? this.#unreachableError() : null);
@@ -555,36 +563,68 @@ export class CallerEngine {
         const id = rawId.toString();
         if (after(id, this.#lastId)) this.#lastId = id;
         for (let f = 0; f + 1 < fields.length; f += 2) {
-          if ((fields[f] as Buffer).toString() === 'd') this.#apply(fields[f + 1] as Buffer);
+          if ((fields[f] as Buffer).toString() !== 'd') continue;
+          // Anyone who can write to Redis can write here: an entry is data to check, and one
+          // that is wrong settles nothing, reported, while the others are applied.
+          try {
+            this.#apply(fields[f + 1] as Buffer);
+          } catch (error) {
+            this.#reportBadEntry(id, error);
+          }
         }
       }
     }
     return count;
   }
 
-  /** Settle the calls an outcome entry names: each at most once. */
-  #apply(entry: Buffer): void {
-    let flat: unknown[];
-    try {
-      flat = decodeOutcomes(entry);
-    } catch (error) {
-      logger.error('BullMQExecutor: an outcome entry cannot be read', error);
+  /** An outcome entry that is not one: the loop's exception handler hears of it (the logger when no loop used this executor). */
+  #reportBadEntry(id: string, error: unknown): void {
+    const message = `BullMQExecutor: outcome entry ${id} on ${this.#keys.results(this.id)} was dropped: ${String((error as Error | null)?.message ?? error)}`;
+    const loop = this.#loop;
+    if (loop === null || loop.isClosed()) {
+      logger.error(message, error);
       return;
     }
+    loop.callExceptionHandler({ message, exception: error instanceof Error ? error : new TypeError(String(error)) });
+  }
+
+  /**
+   * Settle the calls an outcome entry names, each at most once; a TypeError saying what is
+   * wrong when the entry is not what a worker writes (nothing of it is applied then).
+   */
+  #apply(entry: Buffer): void {
+    if (entry.length > MAX_OUTCOME_BYTES) throw new TypeError(`the entry is ${entry.length} bytes, more than the ${MAX_OUTCOME_BYTES} a job's outcomes may take`);
+    const flat = decodeOutcomes(entry);
     const job = this.#sent.get(flat[0] as string);
     if (job === undefined) return;
+    const size = job.calls.length;
+    // Checked whole before any of it settles a call: half an entry applied is worse than none.
+    for (let i = 1; i + 3 < flat.length; i += 4) {
+      const index = flat[i];
+      const kind = flat[i + 1];
+      const ms = flat[i + 3];
+      if (kind === OUTCOME_JOB_ERROR) {
+        if (index !== -1) throw new TypeError(`a job error names call ${repr(index)} (it names -1)`);
+      } else if (kind !== OUTCOME_VALUE && kind !== OUTCOME_ERROR) {
+        throw new TypeError(`outcome kind ${repr(kind)} is none of value (${OUTCOME_VALUE}), error (${OUTCOME_ERROR}), job error (${OUTCOME_JOB_ERROR})`);
+      } else if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= size) {
+        throw new TypeError(`call index ${repr(index)} is not one of job ${job.id}'s ${size} call(s)`);
+      }
+      if (typeof ms !== 'number' || !(ms >= 0) || ms === Infinity) throw new TypeError(`the run time ${repr(ms)} of call ${repr(index)} is not a number of milliseconds`);
+    }
+    if ((flat.length - 1) % 4 !== 0) throw new TypeError(`it holds ${flat.length - 1} values after the job id, not a multiple of 4`);
     for (let i = 1; i + 3 < flat.length; i += 4) {
       const index = flat[i] as number;
       const kind = flat[i + 1] as number;
       const payload = flat[i + 2];
-      const ms = flat[i + 3];
+      const ms = flat[i + 3] as number;
       if (kind === OUTCOME_JOB_ERROR) {
         for (const call of job.calls) if (!call.done()) this.#failCall(call, this.#decodeFailure(payload));
         continue;
       }
-      const call = job.calls[index];
-      if (call === undefined || call.done()) continue;
-      if (typeof ms === 'number') this.#learn(call.key, ms);
+      const call = job.calls[index] as CallFuture;
+      if (call.done()) continue;
+      this.#learn(call.key, ms);
       if (kind === OUTCOME_ERROR) {
         this.#failCall(call, this.#decodeFailure(payload));
         continue;

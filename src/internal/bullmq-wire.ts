@@ -38,6 +38,12 @@ export const DEFAULT_PREFIX = 'bull';
 /** Seconds the outcome stream and the bitmaps of a job live after their last write (an executor or job that vanished). */
 export const KEY_TTL_SECONDS = 24 * 60 * 60;
 
+/**
+ * The most bytes of outcomes one job writes to its executor's stream (a worker replaces the
+ * results and errors past it by a short error saying so), and the largest entry an executor reads.
+ */
+export const MAX_OUTCOME_BYTES = 16 * 1024 * 1024;
+
 /** A call returned: its payload is the value. */
 export const OUTCOME_VALUE = 0;
 /** A call threw: its payload is the encoded error. */

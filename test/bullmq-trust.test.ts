@@ -1,0 +1,96 @@
+/**
+ * What the distributed executor does with what it cannot trust, with a real redis-server and
+ * real worker processes: entries forged on an executor's outcome stream, Redis frozen longer
+ * than a job's lock, jobs too large, and Redis gone while a worker is asked to stop.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ExceptionContext } from '../src/base-events.js';
+import { BullMQExecutor } from '../src/bullmq.js';
+import type { Coroutine } from '../src/coroutines.js';
+import { newEventLoop } from '../src/events.js';
+import { sleep } from '../src/tasks.js';
+import { workerFn } from '../src/worker-fn.js';
+import { killWorker, markerDir, redisCli, startRedis, startWorker, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { needProgram } from './helpers/system.js';
+
+const JOBS = './test/fixtures/bullmq-jobs.mjs';
+const add = workerFn<[number, number], number>(JOBS, 'add');
+const work = workerFn<[string, string, number], string>(JOBS, 'work');
+
+const hasRedis = needProgram('redis-server', 'apt-get install redis-server', 'the distributed (BullMQ) trust tests');
+
+describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
+  let redis: RedisServer;
+  const workers = new Set<WorkerProcess>();
+  let executors: BullMQExecutor[] = [];
+
+  async function serve(queue: string, ...extra: string[]): Promise<WorkerProcess> {
+    const worker = await startWorker(redis.url, ['--queue', queue, '--allow', JOBS, '--concurrency', '4', ...extra]);
+    workers.add(worker);
+    return worker;
+  }
+
+  function executor(queue: string, options: Record<string, unknown> = {}): BullMQExecutor {
+    const made = new BullMQExecutor({ connection: redis.url, queue, ...options });
+    executors.push(made);
+    return made;
+  }
+
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+
+  afterEach(async () => {
+    await Promise.all(
+      executors.map(async (made) => {
+        const joined = made.shutdown(true, { cancelFutures: true });
+        const timer = setTimeout(() => void made.shutdown(false), 5000);
+        await joined;
+        clearTimeout(timer);
+      }),
+    );
+    executors = [];
+    await Promise.all([...workers].map(killWorker));
+    workers.clear();
+  });
+
+  afterAll(async () => {
+    await redis?.kill();
+  });
+
+  it("drops a forged outcome entry naming no call of its job, telling the loop's exception handler; real calls still complete", async () => {
+    const markers = markerDir();
+    const loop = newEventLoop();
+    const heard: ExceptionContext[] = [];
+    loop.setExceptionHandler((_loop, context) => heard.push(context));
+    try {
+      await serve('forged');
+      const made = executor('forged');
+      function* main(): Coroutine<unknown[]> {
+        expect(yield* loop.runInExecutor(made, add, 1, 2)).toBe(3);
+        // A job in flight (the executor's second): the forged entry names it.
+        const slow = loop.runInExecutor(made, work, markers.dir, 'slow', 1500);
+        while (!existsSync(join(markers.dir, 'slow.started'))) yield* sleep(0.02);
+        const [stream] = redisCli(redis.port, 'KEYS', 'bull:forged:ml-out:*').split('\n') as [string];
+        const executorId = stream.slice('bull:forged:ml-out:'.length);
+        redisCli(redis.port, 'XADD', stream, '*', 'd', JSON.stringify([`${executorId}-2`, 'constructor', 0, null, 0]));
+        while (heard.length === 0) yield* sleep(0.02);
+        return [executorId, yield* slow, yield* loop.runInExecutor(made, add, 20, 22)];
+      }
+      const [executorId, slow, sum] = await loop.runUntilComplete(main());
+      expect(slow).toBe(`slow by ${readFileSync(join(markers.dir, 'slow.started'), 'utf8')}`);
+      expect(sum).toBe(42);
+      expect(heard).toHaveLength(1);
+      expect(heard[0]?.message).toMatch(
+        new RegExp(`^BullMQExecutor: outcome entry \\d+-\\d+ on bull:forged:ml-out:${executorId as string} was dropped: call index 'constructor' is not one of job ${executorId as string}-2's 1 call\\(s\\)$`),
+      );
+      expect(heard[0]?.exception).toBeInstanceOf(TypeError);
+      expect(made.statistics().completed).toBe(3);
+    } finally {
+      loop.close();
+      markers.remove();
+    }
+  }, 30_000);
+});
