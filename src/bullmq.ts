@@ -418,6 +418,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     },
     { connection: connection.options, prefix, concurrency, lockDuration, stalledInterval, maxStalledCount, autorun: false },
   );
+  worker.on('completed', (job: Job) => runner.jobCompleted(job));
   worker.on('failed', (job: Job | undefined, error: Error) => runner.jobFailed(job, error, job?.finishedOn !== undefined));
   worker.on('error', (error: Error) => {
     // Redis away repeats the same error every retry: say it once.

@@ -8,18 +8,37 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ExceptionContext } from '../src/base-events.js';
 import { BullMQExecutor } from '../src/bullmq.js';
+import type { ConcurrentFuture } from '../src/concurrent.js';
 import type { Coroutine } from '../src/coroutines.js';
 import { newEventLoop } from '../src/events.js';
 import { sleep } from '../src/tasks.js';
 import { workerFn } from '../src/worker-fn.js';
-import { killWorker, markerDir, redisCli, startRedis, startWorker, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { jobsInRedis, killWorker, markerDir, redisCli, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
 const add = workerFn<[number, number], number>(JOBS, 'add');
 const work = workerFn<[string, string, number], string>(JOBS, 'work');
+const tally = workerFn<[string, number], number>(JOBS, 'tally');
 
 const hasRedis = needProgram('redis-server', 'apt-get install redis-server', 'the distributed (BullMQ) trust tests');
+
+function resultOf<T>(future: ConcurrentFuture<T>): Promise<T> {
+  return new Promise((resolve, reject) =>
+    future.addDoneCallback((done) => {
+      if (done.cancelled()) reject(new Error('cancelled'));
+      const error = done.exception();
+      if (error === null) resolve(done.result());
+      else reject(error);
+    }),
+  );
+}
+
+/** The pids `dir/runs` lists, one a run. */
+function runs(dir: string): string[] {
+  const file = join(dir, 'runs');
+  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [];
+}
 
 describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
   let redis: RedisServer;
@@ -90,6 +109,31 @@ describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
       expect(made.statistics().completed).toBe(3);
     } finally {
       loop.close();
+      markers.remove();
+    }
+  }, 30_000);
+
+  it('never runs a lone call again once its outcome went out, when Redis froze longer than its lock', async () => {
+    const markers = markerDir();
+    try {
+      await serve('frozen', '--lock-duration', '1000', '--stalled-interval', '300');
+      const made = executor('frozen');
+      const future = made.submit(tally, markers.dir, 400);
+      await until(() => runs(markers.dir).length === 1, 'the call runs');
+      redis.freeze();
+      try {
+        // The call ends and its outcome waits for Redis; the job's lock expires meanwhile.
+        await new Promise((resolve) => setTimeout(resolve, 2500));
+      } finally {
+        redis.thaw();
+      }
+      expect(await resultOf(future)).toBe(1);
+      // The job is over once it left Redis: taken again after its lock expired, it ran nothing.
+      await until(() => jobsInRedis(redis.port, 'frozen').length === 0, 'the job is completed');
+      expect(await resultOf(made.submit(add, 1, 1))).toBe(2);
+      expect(runs(markers.dir)).toHaveLength(1);
+      expect(redisCli(redis.port, 'KEYS', 'bull:frozen:*:ml-*')).toBe('');
+    } finally {
       markers.remove();
     }
   }, 30_000);

@@ -31,7 +31,6 @@ import {
   OUTCOME_ERROR,
   OUTCOME_JOB_ERROR,
   OUTCOME_VALUE,
-  appendOutcomes,
   decodeRequest,
   encodeOutcomes,
   report,
@@ -124,15 +123,12 @@ class Reporter {
   #writing = 0;
   /** Whether a write failed. */
   #failed = false;
-  /** Whether a bitmap of this job may exist (several calls, or a run after the first). */
-  readonly #bitmaps: boolean;
 
-  constructor(client: RedisLike, keys: QueueKeys, executorId: string, jobId: string, bitmaps: boolean, describe: (index: number) => string) {
+  constructor(client: RedisLike, keys: QueueKeys, executorId: string, jobId: string, describe: (index: number) => string) {
     this.#client = client;
     this.#keys = keys;
     this.#jobId = jobId;
     this.#stream = keys.results(executorId);
-    this.#bitmaps = bitmaps;
     this.#describe = describe;
   }
 
@@ -146,15 +142,15 @@ class Reporter {
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
-      this.#enqueue(false);
+      this.#enqueue();
       // A write that fails here fails the final flush, which awaits it.
       this.#last.catch(() => undefined);
     });
   }
 
-  /** Send what waits; `final` also drops the job's bitmaps (its calls are all accounted for). */
-  async flush(final: boolean): Promise<void> {
-    this.#enqueue(final);
+  /** Send what waits. */
+  async flush(): Promise<void> {
+    this.#enqueue();
     await this.#last;
   }
 
@@ -163,10 +159,10 @@ class Reporter {
    * fails, and BullMQ runs its undelivered calls again); with none in flight and none failed,
    * its commands go out now, not a turn later.
    */
-  #enqueue(final: boolean): void {
+  #enqueue(): void {
     const idle = this.#writing === 0 && !this.#failed;
     this.#writing++;
-    this.#last = idle ? this.#write(final) : this.#last.then(() => this.#write(final));
+    this.#last = idle ? this.#write() : this.#last.then(() => this.#write());
     this.#last.then(
       () => {
         this.#writing--;
@@ -178,29 +174,21 @@ class Reporter {
     );
   }
 
-  async #write(final: boolean): Promise<void> {
+  async #write(): Promise<void> {
     const outcomes = this.#pending;
     this.#pending = [];
-    const done = this.#keys.done(this.#jobId);
-    const cancelled = this.#keys.cancelled(this.#jobId);
-    if (outcomes.length === 0) {
-      if (final && this.#bitmaps) await this.#client.call('DEL', done, cancelled);
-      return;
-    }
+    if (outcomes.length === 0) return;
     const entry = encodeOutcomes(this.#jobId, outcomes, this.#describe);
-    if (final && !this.#bitmaps) {
-      // A job of one call on its first run (the common lone call): no bitmap to drop, so two
-      // plain commands written back to back do what the script does, for less of Redis's time.
-      await appendOutcomes(this.#client, this.#stream, entry);
-      return;
-    }
+    // Every outcome sets its call's bit, a lone call's too, and the bitmaps stay until BullMQ
+    // has the job completed (see JobRunner.jobEnded): a job that lost its lock (Redis frozen
+    // past lockDuration) runs again, and must skip the calls whose outcomes went out.
     await report(
       this.#client,
       this.#stream,
-      done,
-      cancelled,
+      this.#keys.done(this.#jobId),
+      this.#keys.cancelled(this.#jobId),
       entry,
-      final,
+      false,
       outcomes.map((outcome) => outcome[0]),
     );
   }
@@ -328,7 +316,7 @@ export class JobRunner {
     }
     const final = job.attemptsMade + 1 >= Math.max(1, job.opts.attempts ?? 1);
     const describe = (index: number): string => this.#describe(request, index);
-    const reporter = new Reporter(client, this.#keys, job.name, jobId, bitmaps, describe);
+    const reporter = new Reporter(client, this.#keys, job.name, jobId, describe);
     const state: JobState = { skip: new Set() };
     this.#jobs.set(jobId, state);
     let failed = 0;
@@ -365,17 +353,27 @@ export class JobRunner {
       this.#jobs.delete(jobId);
     }
     if (handedBack || left > 0) {
-      await reporter.flush(false);
+      await reporter.flush();
       return 'handed-back';
     }
     if (failed > 0) {
-      await reporter.flush(false);
+      await reporter.flush();
       throw new RuntimeError(`${failed} of the ${count} calls of job ${jobId} failed; BullMQ runs them again (attempt ${job.attemptsMade + 2})`);
     }
     this.#reported.add(jobId);
     if (this.#reported.size > RECENT_CANCELS) this.#reported.delete(this.#reported.values().next().value as string);
-    await reporter.flush(true);
+    await reporter.flush();
     return 'done';
+  }
+
+  /**
+   * BullMQ has `job` completed: its bitmaps go (kept until now so that a run of it after a lost
+   * lock skips the calls whose outcomes went out).
+   */
+  jobCompleted(job: JobLike | undefined): void {
+    if (job === undefined) return;
+    const jobId = String(job.id);
+    (this.#client as RedisLike).call('DEL', this.#keys.done(jobId), this.#keys.cancelled(jobId)).catch(() => undefined);
   }
 
   /**
@@ -383,7 +381,11 @@ export class JobRunner {
    * ran out of attempts): its caller's calls fail with `error`.
    */
   jobFailed(job: JobLike | undefined, error: Error, final: boolean): void {
-    if (job === undefined || !final || this.#reported.has(String(job.id))) return;
+    if (job === undefined || !final) return;
+    if (this.#reported.has(String(job.id))) {
+      this.jobCompleted(job);
+      return;
+    }
     const failure = new RuntimeError(`BullMQ failed job ${String(job.id)}: ${error.message}`, { cause: error });
     this.#reportJobError(job.name, String(job.id), failure).catch((reason: unknown) =>
       logger.error(`serveBullMQ: cannot report the failure of job ${String(job.id)}`, reason),

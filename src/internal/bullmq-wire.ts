@@ -18,8 +18,9 @@
  * `[jobId, index, kind, payload, ms, index, kind, payload, ms, ...]` — the outcomes of one job's
  * calls that ended in the same turn of the worker's event loop — or, when JSON carries that array
  * exactly, its JSON text (v8's output starts with byte 0xFF, JSON's with `[`). The same script that appends an
- * entry sets the calls' bits in the job's "done" bitmap, so a job run again (its worker died, or
- * BullMQ retries it) skips the calls whose outcomes were delivered. The caller cancels a call by
+ * entry sets the calls' bits in the job's "done" bitmap (a lone call's too), kept until BullMQ has
+ * the job completed, so a job run again (its worker died, it lost its lock, or BullMQ retries it)
+ * skips the calls whose outcomes were delivered. The caller cancels a call by
  * setting its bit in the job's "cancel" bitmap and publishing it on the queue's cancel channel,
  * which every worker process subscribes to.
  */
@@ -231,20 +232,6 @@ export async function report(
     if (!String((error as Error | null)?.message).startsWith('NOSCRIPT')) throw error;
     await client.call('EVAL', REPORT_LUA, ...args);
   }
-}
-
-/**
- * Append one entry to the outcome stream and renew its time to live: what `report` does for a
- * job without bitmaps, as two commands written back to back instead of a script.
- *
- * @example
- * ```ts
- * await appendOutcomes(client, keys.results(executorId), entry);
- * ```
- */
-export async function appendOutcomes(client: RedisLike, stream: string, entry: Uint8Array): Promise<void> {
-  const payload = Buffer.from(entry.buffer, entry.byteOffset, entry.byteLength);
-  await Promise.all([client.call('XADD', stream, '*', 'd', payload), client.call('EXPIRE', stream, KEY_TTL_SECONDS)]);
 }
 
 /** What one BullMQ job's `data.c` decodes to. */

@@ -49,6 +49,10 @@ export interface RedisServer {
   start(): Promise<void>;
   /** Kill it (SIGKILL: an outage, not a shutdown) and wait until it is gone. */
   kill(): Promise<void>;
+  /** Freeze it (SIGSTOP): connections stay open, nothing is answered, time runs on (keys expire). */
+  freeze(): void;
+  /** Let it run again (SIGCONT). */
+  thaw(): void;
 }
 
 /**
@@ -83,6 +87,12 @@ export async function startRedis(): Promise<RedisServer> {
       const exited = new Promise((resolve) => running.once('exit', resolve));
       running.kill('SIGKILL');
       await exited;
+    },
+    freeze() {
+      child?.kill('SIGSTOP');
+    },
+    thaw() {
+      child?.kill('SIGCONT');
     },
   };
   await server.start();
