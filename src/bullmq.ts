@@ -18,8 +18,11 @@ import { INSPECT, repr } from './internal/format.js';
 import { CallerEngine, type AddedJob, type QueuePort } from './internal/bullmq-caller.js';
 import { JobRunner, allowList } from './internal/bullmq-runner.js';
 import {
+  DEFAULT_MAX_JOB_BYTES,
+  DEFAULT_MAX_OUTCOME_BYTES,
   DEFAULT_PREFIX,
   DEFAULT_QUEUE,
+  MAX_OUTCOME_BYTES,
   QueueKeys,
   resolveConnection,
   type RedisConnection,
@@ -75,6 +78,12 @@ export interface BullMQExecutorOptions {
    * persistence) are sent again.
    */
   unreachableTimeout?: number;
+  /**
+   * The most bytes one BullMQ job's data may take in Redis (default 16 MiB): a call whose
+   * arguments alone need more fails with a RangeError naming both, and nothing of it is sent.
+   * Workers refuse larger jobs by their own `maxJobBytes`.
+   */
+  maxJobBytes?: number;
 }
 
 /**
@@ -165,6 +174,7 @@ export class BullMQExecutor implements Executor {
     if (typeof unreachableTimeout !== 'number' || Number.isNaN(unreachableTimeout) || unreachableTimeout <= 0) {
       throw new TypeError(`${caller}: options.unreachableTimeout must be a positive number of seconds or Infinity, got ${repr(unreachableTimeout)}`);
     }
+    const maxJobBytes = checkCount(checked.maxJobBytes, 'maxJobBytes', DEFAULT_MAX_JOB_BYTES, 1, caller);
     this.#queue = queue;
     this.#where = connection.where;
     const defaultJobOptions: JobsOptions = { removeOnComplete: true, removeOnFail: true, ...(jobOptions as JobsOptions | undefined) };
@@ -172,6 +182,7 @@ export class BullMQExecutor implements Executor {
       keys: new QueueKeys(prefix, queue),
       where: connection.where,
       unreachableTimeout,
+      maxJobBytes,
     });
   }
 
@@ -322,6 +333,14 @@ export interface ServeBullMQOptions {
   handleSignals?: boolean;
   /** Seconds running calls get to finish when a signal closes the worker (default 10). */
   closeTimeout?: number;
+  /** The most bytes a job's data may take (default 16 MiB): a larger job fails with a RangeError and is never decoded. */
+  maxJobBytes?: number;
+  /**
+   * The most bytes of outcomes one job sends back (default 16 MiB, at most 64 MiB, the most an
+   * executor reads in one entry): results and errors past it fail their calls with a
+   * RuntimeError saying so.
+   */
+  maxOutcomeBytes?: number;
 }
 
 /**
@@ -397,6 +416,10 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     throw new TypeError(`${caller}: options.closeTimeout must be a non-negative number of seconds, got ${repr(closeTimeout)}`);
   }
 
+  const maxJobBytes = checkCount(checked.maxJobBytes, 'maxJobBytes', DEFAULT_MAX_JOB_BYTES, 1, caller);
+  const maxOutcomeBytes = checkCount(checked.maxOutcomeBytes, 'maxOutcomeBytes', DEFAULT_MAX_OUTCOME_BYTES, 1, caller);
+  if (maxOutcomeBytes > MAX_OUTCOME_BYTES) throw new RangeError(`${caller}: options.maxOutcomeBytes must be at most ${MAX_OUTCOME_BYTES} (the largest entry an executor reads), got ${maxOutcomeBytes}`);
+
   const { Worker: WorkerClass, WaitingError } = await loadBullMQ();
   const keys = new QueueKeys(prefix, queueName);
   let loop: EventLoop | null = _getRunningLoop();
@@ -405,7 +428,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     loop = newEventLoop();
     ownLoop = { loop, stopped: loop.runForever() };
   }
-  const runner = new JobRunner({ keys, allow, root, loop });
+  const runner = new JobRunner({ keys, allow, root, loop, maxJobBytes, maxOutcomeBytes });
   let lastError = '';
   const worker: Worker = new WorkerClass(
     queueName,

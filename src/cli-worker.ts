@@ -22,6 +22,8 @@ Options:
   --lock-duration MS   BullMQ lockDuration: how soon a dead worker's jobs run elsewhere (default: 30000)
   --stalled-interval MS  BullMQ stalledInterval (default: 30000)
   --max-stalled-count N  how often a job may lose its worker before it fails (default: 1)
+  --max-job-bytes N    larger jobs fail without being decoded (default: 16777216)
+  --max-outcome-bytes N  the most bytes of outcomes one job sends back (default: 16777216)
   --help               show this help
 
 Prints "multiloop worker: serving ..." once it takes jobs. Exit code 0 after a graceful
@@ -40,6 +42,8 @@ const VALUED = new Map([
   ['--lock-duration', 'lockDuration'],
   ['--stalled-interval', 'stalledInterval'],
   ['--max-stalled-count', 'maxStalledCount'],
+  ['--max-job-bytes', 'maxJobBytes'],
+  ['--max-outcome-bytes', 'maxOutcomeBytes'],
 ]);
 
 interface Parsed {
@@ -98,6 +102,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
   let lockDuration: number | undefined;
   let stalledInterval: number | undefined;
   let maxStalledCount: number | undefined;
+  let maxJobBytes: number | undefined;
+  let maxOutcomeBytes: number | undefined;
   let grace = 10;
   try {
     parsed = parse(argv);
@@ -110,6 +116,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
     lockDuration = integer(parsed.values, 'lockDuration', '--lock-duration');
     stalledInterval = integer(parsed.values, 'stalledInterval', '--stalled-interval');
     maxStalledCount = integer(parsed.values, 'maxStalledCount', '--max-stalled-count');
+    maxJobBytes = integer(parsed.values, 'maxJobBytes', '--max-job-bytes');
+    maxOutcomeBytes = integer(parsed.values, 'maxOutcomeBytes', '--max-outcome-bytes');
     const graceValue = parsed.values.get('grace');
     if (graceValue !== undefined) {
       grace = Number(graceValue);
@@ -134,6 +142,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
       lockDuration,
       stalledInterval,
       maxStalledCount,
+      maxJobBytes,
+      maxOutcomeBytes,
       closeTimeout: grace,
     });
   } catch (error) {

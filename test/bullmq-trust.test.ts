@@ -11,6 +11,7 @@ import { BullMQExecutor } from '../src/bullmq.js';
 import type { ConcurrentFuture } from '../src/concurrent.js';
 import type { Coroutine } from '../src/coroutines.js';
 import { newEventLoop } from '../src/events.js';
+import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
 import { workerFn } from '../src/worker-fn.js';
 import { jobsInRedis, killWorker, markerDir, redisCli, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
@@ -19,6 +20,7 @@ import { needProgram } from './helpers/system.js';
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
 const add = workerFn<[number, number], number>(JOBS, 'add');
 const work = workerFn<[string, string, number], string>(JOBS, 'work');
+const echo = workerFn<[unknown], unknown>(JOBS, 'echo');
 const tally = workerFn<[string, number], number>(JOBS, 'tally');
 
 const hasRedis = needProgram('redis-server', 'apt-get install redis-server', 'the distributed (BullMQ) trust tests');
@@ -136,5 +138,32 @@ describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
     } finally {
       markers.remove();
     }
+  }, 30_000);
+
+  it('fails a call whose job would pass maxJobBytes with a RangeError naming both sizes, sending nothing', async () => {
+    const made = executor('sizes', { maxJobBytes: 1 << 20 });
+    const error = await resultOf(made.submit(echo, new Uint8Array(1 << 20))).then(() => null, (failure: unknown) => failure as Error);
+    expect(error).toBeInstanceOf(RangeError);
+    const [, bytes] = /^cannot send echo of \.\/test\/fixtures\/bullmq-jobs\.mjs to a BullMQ worker: its job would take (\d+) bytes, more than options\.maxJobBytes \(1048576\)$/.exec(error?.message ?? '') ?? [];
+    expect(Number(bytes)).toBeGreaterThan(1 << 20);
+    // The default: 16 MiB.
+    const big = await resultOf(executor('sizes').submit(echo, new Uint8Array(13 << 20))).then(() => null, (failure: unknown) => failure as Error);
+    expect(big?.message).toMatch(/ bytes, more than options\.maxJobBytes \(16777216\)$/);
+    expect(made.statistics().jobsSent).toBe(0);
+    expect(jobsInRedis(redis.port, 'sizes')).toEqual([]);
+  }, 30_000);
+
+  it("refuses a job past the worker's --max-job-bytes without decoding it, and caps the bytes of a job's outcomes", async () => {
+    await serve('limits', '--max-job-bytes', '65536', '--max-outcome-bytes', '4096');
+    const made = executor('limits');
+    const refused = await resultOf(made.submit(echo, new Uint8Array(100_000))).then(() => null, (failure: unknown) => failure as Error);
+    expect(refused).toBeInstanceOf(RangeError);
+    expect(refused?.message).toMatch(/^job [0-9a-f]+-1 takes \d+ bytes, more than this worker's maxJobBytes \(65536\): it was not decoded$/);
+    const capped = await resultOf(made.submit(echo, 'x'.repeat(10_000))).then(() => null, (failure: unknown) => failure as Error);
+    expect(capped).toBeInstanceOf(RuntimeError);
+    expect(capped?.message).toMatch(
+      /^the outcome of echo of \.\/test\/fixtures\/bullmq-jobs\.mjs was not sent back: the outcomes of job [0-9a-f]+-2 would take more than 4096 bytes \(the worker's maxOutcomeBytes\)$/,
+    );
+    expect(await resultOf(made.submit(echo, 'x'.repeat(1000)))).toBe('x'.repeat(1000));
   }, 30_000);
 });

@@ -49,7 +49,9 @@ const BATCH_BUDGET_MS = 10;
 /** The most calls one BullMQ job carries. */
 const MAX_CALLS_PER_JOB = 512;
 /** A job whose request is larger (base64 characters) is split, unless it carries one call. */
-const MAX_JOB_BYTES = 1 << 20;
+const SPLIT_JOB_BYTES = 1 << 20;
+/** Requests in JSON are this small at most (see `jsonExact`): below it, a limit is checked against their JSON text. */
+const JSON_REQUEST_BOUND = 1 << 16;
 /** How long the other calls of a function never measured wait for its first call's run time. */
 const PROBE_WAIT_MS = 1000;
 /** Outcome entries read per XREAD. */
@@ -90,6 +92,8 @@ export interface CallerOptions {
   readonly where: string;
   /** Seconds calls wait for an unreachable Redis before they fail (Infinity: for good). */
   readonly unreachableTimeout: number;
+  /** The most bytes one job's data may take: a call that alone needs more fails with a RangeError. */
+  readonly maxJobBytes: number;
 }
 
 
@@ -157,6 +161,7 @@ export class CallerEngine {
   readonly #keys: QueueKeys;
   readonly #where: string;
   readonly #unreachableMs: number;
+  readonly #maxJobBytes: number;
 
   #port: QueuePort | null = null;
   /** The loop that last submitted a call (or made the executor): its exception handler hears of bad outcome entries. */
@@ -206,6 +211,7 @@ export class CallerEngine {
     this.#keys = options.keys;
     this.#where = options.where;
     this.#unreachableMs = options.unreachableTimeout * 1000;
+    this.#maxJobBytes = options.maxJobBytes;
     this.#downSince = null;
     this.#down('not connected yet');
     void this.#start(connect);
@@ -412,10 +418,16 @@ export class CallerEngine {
           continue;
         }
       }
-      if ('c' in data && data.c.length > MAX_JOB_BYTES && calls.length > 1) {
+      const bytes = 'c' in data ? data.c.length : this.#maxJobBytes < JSON_REQUEST_BOUND ? JSON.stringify(data).length : 0;
+      if (bytes > Math.min(SPLIT_JOB_BYTES, this.#maxJobBytes) && calls.length > 1) {
         // Big arguments: the job goes as two, each half as big.
         const half = calls.length >> 1;
         pending.push(calls.slice(half), calls.slice(0, half));
+        continue;
+      }
+      if (bytes > this.#maxJobBytes) {
+        const call = calls[0] as CallFuture;
+        this.#failCall(call, new RangeError(`cannot send ${describeWorkerFn(call.fn)} to a BullMQ worker: its job would take ${bytes} bytes, more than options.maxJobBytes (${this.#maxJobBytes})`));
         continue;
       }
       const id = `${this.id}-${++this.#seq}`;
@@ -593,7 +605,7 @@ export class CallerEngine {
    * wrong when the entry is not what a worker writes (nothing of it is applied then).
    */
   #apply(entry: Buffer): void {
-    if (entry.length > MAX_OUTCOME_BYTES) throw new TypeError(`the entry is ${entry.length} bytes, more than the ${MAX_OUTCOME_BYTES} a job's outcomes may take`);
+    if (entry.length > MAX_OUTCOME_BYTES) throw new TypeError(`the entry is ${entry.length} bytes, more than the ${MAX_OUTCOME_BYTES} an entry may take`);
     const flat = decodeOutcomes(entry);
     const job = this.#sent.get(flat[0] as string);
     if (job === undefined) return;

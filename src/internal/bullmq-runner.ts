@@ -33,6 +33,7 @@ import {
   OUTCOME_VALUE,
   decodeRequest,
   encodeOutcomes,
+  requestBytes,
   report,
   wireFailure,
   wireValue,
@@ -115,6 +116,9 @@ class Reporter {
   readonly #jobId: string;
   readonly #stream: string;
   readonly #describe: (index: number) => string;
+  /** Bytes of outcomes this job may still write (`maxOutcomeBytes`, less what its entries took). */
+  #budget: number;
+  readonly #maxBytes: number;
   #pending: Outcome[] = [];
   #scheduled = false;
   /** The last write, so the final one follows it. */
@@ -124,7 +128,9 @@ class Reporter {
   /** Whether a write failed. */
   #failed = false;
 
-  constructor(client: RedisLike, keys: QueueKeys, executorId: string, jobId: string, describe: (index: number) => string) {
+  constructor(client: RedisLike, keys: QueueKeys, executorId: string, jobId: string, maxBytes: number, describe: (index: number) => string) {
+    this.#budget = maxBytes;
+    this.#maxBytes = maxBytes;
     this.#client = client;
     this.#keys = keys;
     this.#jobId = jobId;
@@ -178,7 +184,20 @@ class Reporter {
     const outcomes = this.#pending;
     this.#pending = [];
     if (outcomes.length === 0) return;
-    const entry = encodeOutcomes(this.#jobId, outcomes, this.#describe);
+    let entry = encodeOutcomes(this.#jobId, outcomes, this.#describe);
+    if (entry.length > this.#budget) {
+      // Outcomes past the job's budget go as a short error each: a job of many calls that
+      // return (or throw) big values cannot fill Redis.
+      for (const outcome of outcomes) {
+        const failure = new RuntimeError(
+          `the outcome of ${this.#describe(outcome[0])} was not sent back: the outcomes of job ${this.#jobId} would take more than ${this.#maxBytes} bytes (the worker's maxOutcomeBytes)`,
+        );
+        outcome[1] = OUTCOME_ERROR;
+        outcome[2] = wireFailure(failure);
+      }
+      entry = encodeOutcomes(this.#jobId, outcomes, this.#describe);
+    }
+    this.#budget -= entry.length;
     // Every outcome sets its call's bit, a lone call's too, and the bitmaps stay until BullMQ
     // has the job completed (see JobRunner.jobEnded): a job that lost its lock (Redis frozen
     // past lockDuration) runs again, and must skip the calls whose outcomes went out.
@@ -215,6 +234,10 @@ export interface RunnerOptions {
   readonly root: string;
   /** The loop coroutine jobs run in. */
   readonly loop: EventLoop;
+  /** The most bytes a job's data may take: a larger job fails without being decoded. */
+  readonly maxJobBytes: number;
+  /** The most bytes of outcomes one job writes (see `Reporter`). */
+  readonly maxOutcomeBytes: number;
 }
 
 /** Runs the calls of BullMQ jobs in this process. */
@@ -223,6 +246,8 @@ export class JobRunner {
   readonly #allow: ReadonlySet<string>;
   readonly #rootUrl: string;
   readonly #loop: EventLoop;
+  readonly #maxJobBytes: number;
+  readonly #maxOutcomeBytes: number;
   #client: RedisLike | null = null;
 
   /** Functions resolved, by `exportName \0 module`; modules imported, by module. */
@@ -249,6 +274,8 @@ export class JobRunner {
     this.#allow = options.allow;
     this.#rootUrl = pathToFileURL(resolvePath(options.root) + '/').href;
     this.#loop = options.loop;
+    this.#maxJobBytes = options.maxJobBytes;
+    this.#maxOutcomeBytes = options.maxOutcomeBytes;
     this.#handedBack = new Promise((resolve) => {
       this.#handBack = () => resolve('handed-back');
     });
@@ -298,6 +325,10 @@ export class JobRunner {
     const jobId = String(job.id);
     let request: JobRequest;
     try {
+      const bytes = requestBytes(job.data);
+      if (bytes > this.#maxJobBytes) {
+        throw new RangeError(`job ${jobId} takes ${bytes} bytes, more than this worker's maxJobBytes (${this.#maxJobBytes}): it was not decoded`);
+      }
       request = decodeRequest(job.data);
     } catch (error) {
       await this.#reportJobError(job.name, jobId, error);
@@ -316,7 +347,7 @@ export class JobRunner {
     }
     const final = job.attemptsMade + 1 >= Math.max(1, job.opts.attempts ?? 1);
     const describe = (index: number): string => this.#describe(request, index);
-    const reporter = new Reporter(client, this.#keys, job.name, jobId, describe);
+    const reporter = new Reporter(client, this.#keys, job.name, jobId, this.#maxOutcomeBytes, describe);
     const state: JobState = { skip: new Set() };
     this.#jobs.set(jobId, state);
     let failed = 0;

@@ -39,11 +39,12 @@ export const DEFAULT_PREFIX = 'bull';
 /** Seconds the outcome stream and the bitmaps of a job live after their last write (an executor or job that vanished). */
 export const KEY_TTL_SECONDS = 24 * 60 * 60;
 
-/**
- * The most bytes of outcomes one job writes to its executor's stream (a worker replaces the
- * results and errors past it by a short error saying so), and the largest entry an executor reads.
- */
-export const MAX_OUTCOME_BYTES = 16 * 1024 * 1024;
+/** The most bytes a job's data takes in Redis when no `maxJobBytes` says otherwise: 16 MiB. */
+export const DEFAULT_MAX_JOB_BYTES = 16 * 1024 * 1024;
+/** The most bytes of outcomes one job writes to its executor's stream when no `maxOutcomeBytes` says otherwise: 16 MiB. */
+export const DEFAULT_MAX_OUTCOME_BYTES = 16 * 1024 * 1024;
+/** The largest outcome entry an executor reads (and the largest `maxOutcomeBytes` a worker takes): 64 MiB. */
+export const MAX_OUTCOME_BYTES = 64 * 1024 * 1024;
 
 /** A call returned: its payload is the value. */
 export const OUTCOME_VALUE = 0;
@@ -357,6 +358,15 @@ export type JobData = { readonly c: string } | { readonly j: readonly [string[],
 export function encodeRequest(request: JobRequest): JobData {
   if (jsonExact(request.args)) return { j: [request.fns, request.at, request.args] };
   return { c: serialize(request).toString('base64') };
+}
+
+/**
+ * The bytes of a job's encoded request, as far as they can be told without decoding it: the
+ * length of a v8-serialized request's base64, 0 for a request in JSON (BullMQ parsed it already).
+ */
+export function requestBytes(data: unknown): number {
+  const encoded = (data as { c?: unknown } | null)?.c;
+  return typeof encoded === 'string' ? encoded.length : 0;
 }
 
 /**
