@@ -36,6 +36,9 @@ import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
 
 export type { RedisConnection } from './internal/bullmq-wire.js';
 
+/** Milliseconds a closing worker gives its abandoned jobs to go back to the queue before it drops its connections. */
+const HAND_BACK_MS = 1000;
+
 /** BullMQ, loaded once, on first use. */
 let bullmq: Promise<typeof import('bullmq')> | null = null;
 
@@ -279,11 +282,14 @@ async function openQueue(name: string, prefix: string, connection: ResolvedConne
     onError(listener: (error: Error) => void): void {
       onError = listener;
     },
-    close(force: boolean): Promise<void> {
+    async close(force: boolean): Promise<void> {
       // BullMQ's close() drops a connection never made, but waits for Redis to quit one that
-      // was: with Redis away, that is for good. Dropped first, it ends at once.
-      if (force) connected?.disconnect();
-      return queue.close();
+      // was: with Redis away, that is for good. Its backend closed with force drops it.
+      if (force) {
+        connected?.disconnect();
+        await queue.getBackend().close(true);
+      }
+      await queue.close();
     },
   };
 }
@@ -466,11 +472,27 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     resolveClosed = resolve;
   }));
   let closing: YieldablePromise<void> | null = null;
+  let dropTimer: NodeJS.Timeout | null = null;
+  let drop: () => void = () => undefined;
+  const dropped = new Promise<void>((resolve) => {
+    drop = resolve;
+  });
+  /** Abandon the running calls; their jobs go back to the queue, or, when that cannot be done in time (Redis away), the connections are dropped. */
+  const abandon = (): void => {
+    runner.handBack();
+    dropTimer ??= setTimeout(() => {
+      // The jobs still held are recovered as stalled ones once their locks expire.
+      worker.disconnect().catch(() => undefined);
+      (subscriber as RedisLike | null)?.disconnect();
+      // BullMQ's close() may still wait for Redis (a job's move back to wait): it is not waited for.
+      drop();
+    }, HAND_BACK_MS).unref();
+  };
   let signals = 0;
   const onSignal = (): void => {
     signals++;
     if (signals === 1) void close({ timeout: closeTimeout });
-    else if (signals === 2) runner.handBack();
+    else if (signals === 2) abandon();
     // A close that cannot finish (Redis away): the jobs still held are recovered as stalled ones.
     else process.exit(130);
   };
@@ -478,11 +500,12 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     closing ??= yieldable((async () => {
       const timeout = closeOptions?.timeout;
       runner.stopStarting();
-      const timer = timeout === undefined || !Number.isFinite(timeout) ? null : setTimeout(() => runner.handBack(), Math.max(0, timeout) * 1000);
+      const timer = timeout === undefined || !Number.isFinite(timeout) ? null : setTimeout(abandon, Math.max(0, timeout) * 1000);
       try {
-        await worker.close();
+        await Promise.race([worker.close(), dropped]);
       } finally {
         if (timer !== null) clearTimeout(timer);
+        if (dropTimer !== null) clearTimeout(dropTimer);
         const sub = subscriber as RedisLike | null;
         sub?.disconnect();
         if (handleSignals) {

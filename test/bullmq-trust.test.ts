@@ -166,4 +166,27 @@ describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
     );
     expect(await resultOf(made.submit(echo, 'x'.repeat(1000)))).toBe('x'.repeat(1000));
   }, 30_000);
+
+  it('ends a worker on SIGTERM after --grace when Redis is gone, a call still running; the executor shuts down too', async () => {
+    const markers = markerDir();
+    try {
+      const worker = await serve('gone', '--grace', '1');
+      const made = executor('gone');
+      const stuck = made.submit(work, markers.dir, 'stuck', 20_000);
+      await until(() => existsSync(join(markers.dir, 'stuck.started')), 'the call runs');
+      await redis.kill();
+      try {
+        worker.child.kill('SIGTERM');
+        expect(await worker.exited).toEqual({ code: 0, signal: null });
+        expect(worker.output()).toContain('multiloop worker: closed\n');
+        // The executor, too, shuts down without Redis.
+        await made.shutdown(true, { cancelFutures: true });
+        expect(stuck.cancelled()).toBe(true);
+      } finally {
+        await redis.start();
+      }
+    } finally {
+      markers.remove();
+    }
+  }, 30_000);
 });
