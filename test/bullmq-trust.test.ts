@@ -3,7 +3,8 @@
  * real worker processes: entries forged on an executor's outcome stream, Redis frozen longer
  * than a job's lock, jobs too large, and Redis gone while a worker is asked to stop.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ExceptionContext } from '../src/base-events.js';
@@ -14,7 +15,7 @@ import { newEventLoop } from '../src/events.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
 import { workerFn } from '../src/worker-fn.js';
-import { jobsInRedis, killWorker, markerDir, redisCli, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { ROOT, jobsInRedis, killWorker, markerDir, redisCli, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
@@ -189,4 +190,47 @@ describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
       markers.remove();
     }
   }, 30_000);
+
+  it('takes the connection URL from an environment variable or a file, so no password is in its command line', async () => {
+    const locked = await startRedis();
+    const markers = markerDir();
+    try {
+      redisCli(locked.port, 'CONFIG', 'SET', 'requirepass', 'hunter2');
+      const url = `redis://:hunter2@127.0.0.1:${locked.port}`;
+      const file = join(markers.dir, 'connection');
+      writeFileSync(file, `${url}\n`, { mode: 0o600 });
+      const started = await Promise.all([
+        startWorker(null, ['--queue', 'locked', '--allow', JOBS, '--connection-env', 'QUEUE_URL'], { QUEUE_URL: url }),
+        startWorker(null, ['--queue', 'locked', '--allow', JOBS, '--connection-file', file]),
+        startWorker(null, ['--queue', 'locked', '--allow', JOBS], { MULTILOOP_CONNECTION: url }),
+      ]);
+      for (const worker of started) workers.add(worker);
+      for (const worker of started) {
+        expect(readFileSync(`/proc/${worker.pid}/cmdline`, 'utf8')).not.toContain('hunter2');
+        expect(worker.output()).toContain(`serving queue 'locked' on redis://127.0.0.1:${locked.port} `);
+      }
+      const made = new BullMQExecutor({ connection: url, queue: 'locked' });
+      executors.push(made);
+      const pids = await Promise.all(Array.from({ length: 12 }, () => resultOf(made.submit(workerFn<[], number>(JOBS, 'pid')))));
+      expect(pids.every((pid) => started.some((worker) => worker.pid === pid))).toBe(true);
+    } finally {
+      markers.remove();
+      await Promise.all(executors.map((made) => made.shutdown(true, { cancelFutures: true })));
+      executors = [];
+      await Promise.all([...workers].map(killWorker));
+      workers.clear();
+      await locked.kill();
+    }
+  }, 30_000);
+
+  it('refuses a connection given twice, a variable not set and a file it cannot read', () => {
+    const run = (...args: string[]): { status: number | null; stderr: string } =>
+      spawnSync(process.execPath, [join(ROOT, 'dist/bin/multiloop.js'), 'worker', '--allow', JOBS, ...args], { encoding: 'utf8', env: { ...process.env, NOT_SET_HERE: '' } });
+    const twice = run('--redis', redis.url, '--connection-env', 'X');
+    expect([twice.status, twice.stderr.split('\n')[0]]).toEqual([2, 'multiloop worker: give the connection once: --connection (--redis), --connection-env or --connection-file']);
+    const unset = run('--connection-env', 'NOT_SET_HERE');
+    expect([unset.status, unset.stderr]).toEqual([2, 'multiloop worker: --connection-env NOT_SET_HERE: the environment variable NOT_SET_HERE is not set\n']);
+    const missing = run('--connection-file', '/nonexistent/multiloop-url');
+    expect([missing.status, missing.stderr]).toEqual([2, 'multiloop worker: --connection-file /nonexistent/multiloop-url: cannot read it (ENOENT)\n']);
+  });
 });
