@@ -434,7 +434,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     loop = newEventLoop();
     ownLoop = { loop, stopped: loop.runForever() };
   }
-  const runner = new JobRunner({ keys, allow, root, loop, maxJobBytes, maxOutcomeBytes });
+  const runner = new JobRunner({ keys, allow, root, loop, maxJobBytes, maxOutcomeBytes, maxStalledCount });
   let lastError = '';
   const worker: Worker = new WorkerClass(
     queueName,

@@ -233,4 +233,31 @@ describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
     const missing = run('--connection-file', '/nonexistent/multiloop-url');
     expect([missing.status, missing.stderr]).toEqual([2, 'multiloop worker: --connection-file /nonexistent/multiloop-url: cannot read it (ENOENT)\n']);
   });
+
+  it('fails a job whose decoding kills its workers once they died more often than maxStalledCount, naming the cause; no worker decodes it again', async () => {
+    const made = executor('poison');
+    // Some ten megabytes that decode into two million arrays: more than a worker of 64 MB of heap holds.
+    const future = made.submit(echo, Array.from({ length: 2_000_000 }, () => []));
+    let settled = false;
+    const failure = resultOf(future).then(
+      () => null,
+      (error: unknown) => error as Error,
+    );
+    void failure.then(() => (settled = true));
+    const died: WorkerProcess[] = [];
+    while (!settled && died.length < 4) {
+      const worker = await startWorker(redis.url, ['--queue', 'poison', '--allow', JOBS, '--lock-duration', '1000', '--stalled-interval', '300'], {
+        NODE_OPTIONS: '--max-old-space-size=64',
+      });
+      workers.add(worker);
+      if ((await Promise.race([worker.exited.then(() => 'died'), failure.then(() => 'settled')])) === 'died') died.push(worker);
+    }
+    const error = await failure;
+    expect(died).toHaveLength(2);
+    for (const worker of died) expect(worker.output()).toMatch(/heap out of memory/i);
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error?.message).toMatch(
+      /^BullMQ failed job [0-9a-f]+-1: job stalled more than allowable limit; job [0-9a-f]+-1 \(\d+ bytes\) was not decoded again: 2 worker\(s\) died while decoding it \(out of memory\?\), more than maxStalledCount \(1\) allows$/,
+    );
+  }, 60_000);
 });

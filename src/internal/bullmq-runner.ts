@@ -28,6 +28,7 @@ import { isModuleSpecifier, moduleUrlOf, normalizeSpecifier, quoteName, shortNam
 import { importUserModule } from './ts-loader.js';
 import { fromWire } from './wire.js';
 import {
+  KEY_TTL_SECONDS,
   OUTCOME_ERROR,
   OUTCOME_JOB_ERROR,
   OUTCOME_VALUE,
@@ -42,6 +43,12 @@ import {
   type QueueKeys,
   type RedisLike,
 } from './bullmq-wire.js';
+
+/**
+ * A job's request larger than this (base64 characters) is decoded only after Redis counted the
+ * attempt: decoding it may take more memory than the worker has, and kill it each time.
+ */
+const GUARDED_DECODE_BYTES = 1 << 20;
 
 /** Synchronous calls run back to back for this long before the event loop gets a turn. */
 const SLICE_MS = 5;
@@ -238,6 +245,8 @@ export interface RunnerOptions {
   readonly maxJobBytes: number;
   /** The most bytes of outcomes one job writes (see `Reporter`). */
   readonly maxOutcomeBytes: number;
+  /** How often a job may lose its worker (BullMQ's maxStalledCount): a large job whose decoding killed more workers fails undecoded. */
+  readonly maxStalledCount: number;
 }
 
 /** Runs the calls of BullMQ jobs in this process. */
@@ -248,6 +257,7 @@ export class JobRunner {
   readonly #loop: EventLoop;
   readonly #maxJobBytes: number;
   readonly #maxOutcomeBytes: number;
+  readonly #maxStalledCount: number;
   #client: RedisLike | null = null;
 
   /** Functions resolved, by `exportName \0 module`; modules imported, by module. */
@@ -276,6 +286,7 @@ export class JobRunner {
     this.#loop = options.loop;
     this.#maxJobBytes = options.maxJobBytes;
     this.#maxOutcomeBytes = options.maxOutcomeBytes;
+    this.#maxStalledCount = options.maxStalledCount;
     this.#handedBack = new Promise((resolve) => {
       this.#handBack = () => resolve('handed-back');
     });
@@ -329,7 +340,16 @@ export class JobRunner {
       if (bytes > this.#maxJobBytes) {
         throw new RangeError(`job ${jobId} takes ${bytes} bytes, more than this worker's maxJobBytes (${this.#maxJobBytes}): it was not decoded`);
       }
-      request = decodeRequest(job.data);
+      if (bytes > GUARDED_DECODE_BYTES) {
+        // Counted in Redis before decoding: a worker that dies decoding leaves the count behind.
+        const decodes = this.#keys.decodes(jobId);
+        const [begun] = (await Promise.all([client.call('INCR', decodes), client.call('EXPIRE', decodes, KEY_TTL_SECONDS)])) as [number, unknown];
+        if (begun - 1 > this.#maxStalledCount) throw new RuntimeError(this.#poisonMessage(jobId, begun - 1, bytes));
+        request = decodeRequest(job.data);
+        client.call('DEL', decodes).catch(() => undefined);
+      } else {
+        request = decodeRequest(job.data);
+      }
     } catch (error) {
       await this.#reportJobError(job.name, jobId, error);
       return 'done';
@@ -413,13 +433,29 @@ export class JobRunner {
    */
   jobFailed(job: JobLike | undefined, error: Error, final: boolean): void {
     if (job === undefined || !final) return;
-    if (this.#reported.has(String(job.id))) {
+    const jobId = String(job.id);
+    if (this.#reported.has(jobId)) {
       this.jobCompleted(job);
       return;
     }
-    const failure = new RuntimeError(`BullMQ failed job ${String(job.id)}: ${error.message}`, { cause: error });
-    this.#reportJobError(job.name, String(job.id), failure).catch((reason: unknown) =>
-      logger.error(`serveBullMQ: cannot report the failure of job ${String(job.id)}`, reason),
+    const tell = async (): Promise<void> => {
+      let message = `BullMQ failed job ${jobId}: ${error.message}`;
+      const bytes = requestBytes(job.data);
+      if (bytes > GUARDED_DECODE_BYTES) {
+        // Its workers died: say so when it was while decoding it.
+        const died = Number(await (this.#client as RedisLike).call('GET', this.#keys.decodes(jobId)));
+        if (died > 0) message = `${message}; ${this.#poisonMessage(jobId, died, bytes)}`;
+      }
+      await this.#reportJobError(job.name, jobId, new RuntimeError(message, { cause: error }));
+    };
+    tell().catch((reason: unknown) => logger.error(`serveBullMQ: cannot report the failure of job ${jobId}`, reason));
+  }
+
+  /** Why a large job is not decoded again: `died` workers died decoding it. */
+  #poisonMessage(jobId: string, died: number, bytes: number): string {
+    return (
+      `job ${jobId} (${bytes} bytes) was not decoded again: ${died} worker(s) died while decoding it (out of memory?), ` +
+      `more than maxStalledCount (${this.#maxStalledCount}) allows`
     );
   }
 
@@ -428,6 +464,7 @@ export class JobRunner {
     const outcome: Outcome = [-1, OUTCOME_JOB_ERROR, wireFailure(error), 0];
     const entry = encodeOutcomes(jobId, [outcome], () => `job ${jobId}`);
     await report(client, this.#keys.results(executorId), this.#keys.done(jobId), this.#keys.cancelled(jobId), entry, true, []);
+    client.call('DEL', this.#keys.decodes(jobId)).catch(() => undefined);
   }
 
   #describe(request: JobRequest, index: number): string {

@@ -158,6 +158,11 @@ export class QueueKeys {
     return `${this.base}${jobId}:ml-cancel`;
   }
 
+  /** How many takes of a large job began decoding it and never finished (the worker died). */
+  decodes(jobId: string): string {
+    return `${this.base}${jobId}:ml-decodes`;
+  }
+
   /** BullMQ's hash of a job. */
   job(jobId: string): string {
     return `${this.base}${jobId}`;
