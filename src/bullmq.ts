@@ -142,10 +142,19 @@ function checkOptionsObject(options: unknown, caller: string): Record<string, un
  * Calls submitted together go as one `addBulk`, several calls per BullMQ job when they are
  * short (as the workers measure them), so thousands of tiny calls cost a handful of jobs, while
  * a call alone keeps its latency. Outcomes arrive on a stream of this executor's own, each call
- * settling once, as soon as it ended. Cancelling the future of a call still waiting removes it
- * (it never runs); of a running call, aborts its `jobSignal()` in the worker running it. A
- * worker that dies mid-job: BullMQ runs the job again on another (its calls that had finished
- * are not run again), and each future settles once — at least once, never lost.
+ * settling once, as soon as it ended. A worker that dies mid-job, or loses the job's lock:
+ * BullMQ runs the job again on another (its calls whose outcomes went out are not run again),
+ * and each future settles once — at least once, never lost.
+ *
+ * Cancelling is concurrent.futures': `cancel()` of a call no worker is known to have started
+ * returns true and removes it (it never runs, or its job skips it). Once the worker's start
+ * notice has arrived (`running()` is true), `cancel()` returns false, the call's `jobSignal()`
+ * aborts in its worker, and the future settles with what the call returns or throws. All the
+ * calls of a job count as started when its worker starts it (as the calls a ProcessPoolExecutor
+ * moved to its call queue). The notice is written when the job first waits (a call that ends
+ * without waiting sends its outcome instead) and arrives a Redis round trip and a turn of this
+ * process's event loop later, longer while Redis is slow or away: until then, `cancel()` returns
+ * true for a call that may already run; its future stays cancelled and its outcome is dropped.
  *
  * The executor holds Redis connections: `shutdown()` it when done.
  *
@@ -206,9 +215,11 @@ export class BullMQExecutor implements Executor {
 
   /**
    * Stop accepting calls; with `wait` (the default) settle once every call submitted settled,
-   * then close the connections. `cancelFutures` cancels every call not done: those waiting are
-   * removed, those running have their `jobSignal()` aborted. Called without `wait` while an
-   * earlier `shutdown(true)` still waits, it cancels what is left, so the wait ends.
+   * then close the connections. `cancelFutures` cancels the calls no worker is known to have
+   * started (see `cancel()` in the class's notes); started calls run on and their futures settle
+   * with their outcomes (concurrent.futures' cancel_futures). Called without `wait` while an
+   * earlier `shutdown(true)` still waits, it ends the wait: calls not started are cancelled,
+   * started ones are asked to stop and their futures fail with CancelledError.
    *
    * @example
    * ```ts

@@ -321,15 +321,15 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
   });
 
   describe('cancellation', () => {
-    it("aborts a running call's jobSignal() in its worker when its future is cancelled", async () => {
+    it("asks a call its worker started to stop through its jobSignal(): cancel() is false, the future settles with what the call returns", async () => {
       const made = executor();
       const markers = markerDir();
       try {
         const running = made.submit(workerFn<[string, number], string>(JOBS, 'waitForAbort'), markers.dir, 30);
-        await until(() => existsSync(join(markers.dir, 'started')), 'the call started');
-        expect(running.cancel()).toBe(true);
-        expect(running.cancelled()).toBe(true);
-        await until(() => existsSync(join(markers.dir, 'aborted')), 'the call saw its signal abort');
+        await until(() => running.running(), "the worker's start notice arrived");
+        expect(running.cancel()).toBe(false);
+        expect(await resultOf(running)).toBe('aborted');
+        expect(running.cancelled()).toBe(false);
         expect(readFileSync(join(markers.dir, 'aborted'), 'utf8')).toBe('CancelledError: the caller cancelled the job');
       } finally {
         markers.remove();
@@ -413,6 +413,32 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
       expect(slow.done()).toBe(true);
       expect(slow.result()).toBe(2);
       expect(() => made.submit(add, 1, 2)).toThrow(new RuntimeError('cannot schedule new futures after shutdown'));
+    });
+
+    it('with cancelFutures cancels only the calls no worker started; a started call settles with its result (concurrent.futures)', async () => {
+      const markers = markerDir();
+      const single = await startWorker(redis.url, ['--queue', 'one-at-a-time', '--allow', JOBS, '--concurrency', '1']);
+      try {
+        const made = executor({ queue: 'one-at-a-time' });
+        const work = workerFn<[string, string, number], string>(JOBS, 'work');
+        const first = made.submit(work, markers.dir, 'first', 300);
+        await until(() => first.running(), "the worker's start notice arrived");
+        // The worker runs one job at a time: this one (of another function, so not held back
+        // until the first call's run time is known) waits in Redis.
+        const second = made.submit(touch, markers.dir, 'second', 2);
+        await until(() => jobsInRedis(redis.port, 'one-at-a-time').length === 2, 'both jobs are in Redis');
+        expect(second.running()).toBe(false);
+        await made.shutdown(true, { cancelFutures: true });
+        expect(first.cancelled()).toBe(false);
+        expect(first.result()).toBe(`first by ${single.pid}`);
+        expect(second.cancelled()).toBe(true);
+        expect(made.statistics()).toMatchObject({ completed: 1, cancelled: 1, inFlight: 0 });
+        await until(() => jobsInRedis(redis.port, 'one-at-a-time').length === 0, 'the cancelled job is removed');
+        expect(existsSync(join(markers.dir, 'second'))).toBe(false);
+      } finally {
+        await killWorker(single);
+        markers.remove();
+      }
     });
 
     it('with cancelFutures cancels the calls not done', async () => {

@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { RuntimeError } from '../exceptions.js';
+import { CancelledError, RuntimeError } from '../exceptions.js';
 import type { EventLoop } from '../base-events.js';
 import { logger } from '../log.js';
 import { describeWorkerFn, type WorkerFn } from '../worker-fn.js';
@@ -287,6 +287,13 @@ export class CallerEngine {
 
   cancel(call: CallFuture): boolean {
     if (call.done()) return call.cancelled();
+    if (call.running()) {
+      // concurrent.futures: a call a worker started cannot be cancelled; it is asked to stop
+      // through its jobSignal(), and its future settles with what it returns or throws.
+      const job = call.job;
+      if (job !== null) void this.#requestCancel(job, call.index, true);
+      return false;
+    }
     call.cancelFuture();
     this.#cancelled++;
     this.#finished(call);
@@ -298,11 +305,11 @@ export class CallerEngine {
   shutdown(wait: boolean, cancelFutures: boolean): Promise<void> {
     if (this.#shutdown && !wait && this.#waitingShutdown) {
       // Stop waiting: every call not done is cancelled (the running ones are asked to stop).
-      this.#cancelAll();
+      this.#cancelAll(true);
       return Promise.resolve();
     }
     this.#shutdown = true;
-    if (cancelFutures) this.#cancelAll();
+    if (cancelFutures) this.#cancelAll(false);
     this.#closed ??= new Promise<void>((resolve) => {
       this.#onIdle = resolve;
       this.#checkIdle();
@@ -480,13 +487,20 @@ export class CallerEngine {
     this.#scheduleFlush();
   }
 
-  /** Ask Redis and the workers to drop (if waiting) or stop (if running) call `index` of `job`. */
-  async #requestCancel(job: SentJob, index: number): Promise<void> {
+  /**
+   * Ask Redis and the workers to drop (if waiting) or stop (if running) call `index` of `job`;
+   * with `stop`, a call its worker started: it is not skipped, its jobSignal() aborts.
+   */
+  async #requestCancel(job: SentJob, index: number, stop = false): Promise<void> {
     const port = this.#port;
     if (port === null) return;
     try {
       const client = await port.client;
       const keys = this.#keys;
+      if (stop) {
+        await client.call('PUBLISH', keys.cancelChannel, `${job.id} ${index} stop`);
+        return;
+      }
       const requests: Array<Promise<unknown>> = [];
       if (job.calls.length > 1) {
         requests.push(client.call('SETBIT', keys.cancelled(job.id), index, 1), client.call('EXPIRE', keys.cancelled(job.id), KEY_TTL_SECONDS));
@@ -575,7 +589,12 @@ export class CallerEngine {
         const id = rawId.toString();
         if (after(id, this.#lastId)) this.#lastId = id;
         for (let f = 0; f + 1 < fields.length; f += 2) {
-          if ((fields[f] as Buffer).toString() !== 'd') continue;
+          const field = (fields[f] as Buffer).toString();
+          if (field === 's') {
+            this.#started((fields[f + 1] as Buffer).toString());
+            continue;
+          }
+          if (field !== 'd') continue;
           // Anyone who can write to Redis can write here: an entry is data to check, and one
           // that is wrong settles nothing, reported, while the others are applied.
           try {
@@ -587,6 +606,13 @@ export class CallerEngine {
       }
     }
     return count;
+  }
+
+  /** A worker's start notice: the calls of the job not done are running (cancel() cannot stop their futures any more). */
+  #started(jobId: string): void {
+    const job = this.#sent.get(jobId);
+    if (job === undefined) return;
+    for (const call of job.calls) if (!call.done() && !call.running()) call._setRunningOrNotifyCancel();
   }
 
   /** An outcome entry that is not one: the loop's exception handler hears of it (the logger when no loop used this executor). */
@@ -764,11 +790,20 @@ export class CallerEngine {
     for (const call of calls) if (!call.done()) this.#failCall(call, error);
   }
 
-  #cancelAll(): void {
+  /** Cancel the calls no worker is known to have started (concurrent.futures' cancel_futures); with `started`, end those too (with CancelledError; their jobSignal() aborts). */
+  #cancelAll(started: boolean): void {
     const calls: CallFuture[] = [...this.#queue];
     for (const held of this.#held.values()) calls.push(...held);
     for (const job of this.#sent.values()) calls.push(...job.calls);
-    for (const call of calls) if (!call.done()) this.cancel(call);
+    for (const call of calls) {
+      if (call.done()) continue;
+      if (!call.running()) this.cancel(call);
+      else if (started) {
+        this.cancel(call);
+        // A running future cannot end cancelled: it ends with the error a cancelled one raises.
+        this.#failCall(call, new CancelledError('the executor stopped waiting for this call (shutdown without wait): its worker was asked to stop it'));
+      }
+    }
   }
 
   #checkIdle(): void {

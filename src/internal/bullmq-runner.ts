@@ -96,6 +96,12 @@ export function allowList(allow: unknown, caller: string): Set<string> {
   return allowed;
 }
 
+/** Add `key` to `recent`, forgetting the oldest past RECENT_CANCELS. */
+function remember(recent: Set<string>, key: string): void {
+  recent.add(key);
+  if (recent.size > RECENT_CANCELS) recent.delete(recent.values().next().value as string);
+}
+
 /** A call running here: the source of its `jobSignal()`. */
 class RunningCall implements JobSignalSource {
   #controller: AbortController | null = null;
@@ -270,6 +276,8 @@ export class JobRunner {
   readonly #jobs = new Map<string, JobState>();
   /** Cancel requests for calls not running here, `jobId index`, oldest first. */
   readonly #recentCancels = new Set<string>();
+  /** Stop requests for calls not running here (yet), `jobId index`, oldest first. */
+  readonly #recentStops = new Set<string>();
   /** Jobs whose every call this process accounted for, so a 'failed' event need not report them. */
   readonly #reported = new Set<string>();
 
@@ -299,6 +307,14 @@ export class JobRunner {
 
   /** A cancel request arrived on the cancel channel: `<jobId> <index>`. */
   cancelRequested(message: string): void {
+    if (message.endsWith(' stop')) {
+      // A call its caller knows started: it runs (or runs on) with its jobSignal() aborted.
+      const key = message.slice(0, -5);
+      const running = this.#running.get(key);
+      if (running !== undefined) running.abort();
+      else remember(this.#recentStops, key);
+      return;
+    }
     const running = this.#running.get(message);
     if (running !== undefined) {
       running.abort();
@@ -307,11 +323,7 @@ export class JobRunner {
     const space = message.lastIndexOf(' ');
     const job = this.#jobs.get(message.slice(0, space));
     if (job !== undefined) job.skip.add(Number(message.slice(space + 1)));
-    this.#recentCancels.add(message);
-    if (this.#recentCancels.size > RECENT_CANCELS) {
-      const oldest = this.#recentCancels.values().next().value as string;
-      this.#recentCancels.delete(oldest);
-    }
+    remember(this.#recentCancels, message);
   }
 
   /** Start no more calls: jobs with calls left end as 'handed-back' once their running call ended. */
@@ -359,7 +371,16 @@ export class JobRunner {
     const bitmaps = count > 1 || rerun;
     let done: Buffer | null = null;
     let cancelled: Buffer | null = null;
+    // The start notice goes before the job first waits: a lone call that ends at once needs none
+    // (its outcome says more), the others must not be cancelled by their caller any more.
+    let noticed = false;
+    const notice = (): void => {
+      if (noticed) return;
+      noticed = true;
+      this.#notice(job.name, jobId);
+    };
     if (bitmaps) {
+      notice();
       [done, cancelled] = (await Promise.all([
         client.callBuffer('GET', this.#keys.done(jobId)),
         client.callBuffer('GET', this.#keys.cancelled(jobId)),
@@ -378,6 +399,7 @@ export class JobRunner {
       for (let i = 0; i < count; i++) {
         if (bitSet(done, i) || bitSet(cancelled, i)) continue;
         if (performance.now() > sliceEnd) {
+          notice();
           await new Promise((resolve) => setImmediate(resolve));
           sliceEnd = performance.now() + SLICE_MS;
         }
@@ -389,6 +411,7 @@ export class JobRunner {
         }
         let outcome = this.#run(request, i, key);
         if (!Array.isArray(outcome)) {
+          notice();
           const ended = await Promise.race([outcome, this.#handedBack]);
           if (ended === 'handed-back') {
             handedBack = true;
@@ -449,6 +472,14 @@ export class JobRunner {
       await this.#reportJobError(job.name, jobId, new RuntimeError(message, { cause: error }));
     };
     tell().catch((reason: unknown) => logger.error(`serveBullMQ: cannot report the failure of job ${jobId}`, reason));
+  }
+
+  /** Tell executor `executorId` that job `jobId` started here (a stream entry `s: jobId`); a notice lost is a cancel() that returns true for a call that runs. */
+  #notice(executorId: string, jobId: string): void {
+    const client = this.#client as RedisLike;
+    const stream = this.#keys.results(executorId);
+    client.call('XADD', stream, '*', 's', jobId).catch(() => undefined);
+    client.call('EXPIRE', stream, KEY_TTL_SECONDS).catch(() => undefined);
   }
 
   /** Why a large job is not decoded again: `died` workers died decoding it. */
@@ -543,6 +574,7 @@ export class JobRunner {
     const raw = request.args[index];
     const args = Array.isArray(raw) ? raw : [];
     const call = new RunningCall();
+    if (this.#recentStops.delete(key)) call.abort();
     this.#running.set(key, call);
     const started = performance.now();
     let result: unknown;

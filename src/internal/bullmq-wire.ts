@@ -20,9 +20,12 @@
  * exactly, its JSON text (v8's output starts with byte 0xFF, JSON's with `[`). The same script that appends an
  * entry sets the calls' bits in the job's "done" bitmap (a lone call's too), kept until BullMQ has
  * the job completed, so a job run again (its worker died, it lost its lock, or BullMQ retries it)
- * skips the calls whose outcomes were delivered. The caller cancels a call by
- * setting its bit in the job's "cancel" bitmap and publishing it on the queue's cancel channel,
- * which every worker process subscribes to.
+ * skips the calls whose outcomes were delivered. A worker also writes an entry `s: jobId` when
+ * it starts a job that will wait: its start notice, after which the caller's `cancel()` of the
+ * job's calls returns false. The caller cancels a call not started by setting its bit in the
+ * job's "cancel" bitmap and publishing `<jobId> <index>` on the queue's cancel channel, which
+ * every worker process subscribes to; a call started, by publishing `<jobId> <index> stop` (it
+ * runs on with its `jobSignal()` aborted, and its outcome is delivered).
  */
 import { createHash } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
