@@ -137,7 +137,11 @@ function checkOptionsObject(options: unknown, caller: string): Record<string, un
  * root (`'./jobs/math.js'`) or a package name — which must be on the workers' allow list.
  * Arguments, results and errors cross with structured-clone fidelity (typed arrays, Map, Set,
  * Date, BigInt; errors keep class, message, stack, cause, own properties; registered classes);
- * a value that cannot fails its own future with a TypeError naming it.
+ * a value that cannot fails its own future with a TypeError naming it. Node Buffers arrive as
+ * Buffers. The caller's values of registered context variables (`registerContextVar`) travel
+ * with each call: the worker runs it in a copy of its own context with them set — a coroutine
+ * function for the whole of its Task, a plain or async function until it first awaits (other
+ * jobs' calls run in between). Nothing comes back.
  *
  * Calls submitted together go as one `addBulk`, several calls per BullMQ job when they are
  * short (as the workers measure them), so thousands of tiny calls cost a handful of jobs, while

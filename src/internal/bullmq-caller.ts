@@ -26,6 +26,8 @@ import type { BullMQExecutorStatistics } from '../bullmq.js';
 import { ConcurrentFuture } from './concurrent-future.js';
 import { repr } from './format.js';
 import { _getRunningLoop } from './running.js';
+import { carriedContext, travelling, type CarriedContext } from './travel.js';
+import { _currentVars } from '../contextvars.js';
 import {
   KEY_TTL_SECONDS,
   MAX_OUTCOME_BYTES,
@@ -134,6 +136,8 @@ class CallFuture extends ConcurrentFuture<unknown> {
   probe = false;
   /** Sends that failed. */
   attempts = 0;
+  /** The caller's values of registered context variables (internal/travel.ts), or null. */
+  carried: CarriedContext | null = null;
 
   constructor(engine: CallerEngine, fn: WorkerFn, key: string, args: unknown[], given: unknown[]) {
     super();
@@ -275,6 +279,13 @@ export class CallerEngine {
       failure ??= error as Error;
     }
     const call = new CallFuture(this, fn, fnKey(fn), args, given);
+    if (travelling.size !== 0 && failure === null) {
+      try {
+        call.carried = carriedContext(_currentVars());
+      } catch (error) {
+        failure = new TypeError(`cannot send ${what} to a BullMQ worker: ${(error as Error).message}`, { cause: error });
+      }
+    }
     this.#live++;
     if (failure !== null) {
       this.#failCall(call, failure);
@@ -385,6 +396,7 @@ export class CallerEngine {
     const fns: string[] = [];
     const at: number[] = new Array<number>(calls.length);
     const args: unknown[][] = new Array<unknown[]>(calls.length);
+    let contexts: Array<CarriedContext | null> | null = null;
     let lastFn: WorkerFn | null = null;
     let lastAt = -1;
     for (let i = 0; i < calls.length; i++) {
@@ -402,8 +414,9 @@ export class CallerEngine {
       }
       at[i] = lastAt;
       args[i] = call.args;
+      if (call.carried !== null) (contexts ??= new Array<CarriedContext | null>(calls.length).fill(null))[i] = call.carried;
     }
-    return { fns, at, args };
+    return contexts === null ? { fns, at, args } : { fns, at, args, contexts };
   }
 
   /** Encode each job's request (failing the calls whose arguments cannot be serialized) and add them all at once. */

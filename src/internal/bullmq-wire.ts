@@ -32,6 +32,7 @@ import { deserialize, serialize } from 'node:v8';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { decodeError, encodeError, type EncodedError } from './errors.js';
 import { repr } from './format.js';
+import type { CarriedContext } from './travel.js';
 import { describeUncloneable, findUncloneable } from './uncloneable.js';
 import { fromWire, toWire } from './wire.js';
 
@@ -251,6 +252,8 @@ export interface JobRequest {
   readonly at: number[];
   /** Per call, its arguments as `wireArgs` prepared them (decode each with `fromWire` once the call's module is imported). */
   readonly args: unknown[][];
+  /** Per call, the caller's values of registered context variables (internal/travel.ts) or null; absent when no call carries any. */
+  readonly contexts?: ReadonlyArray<CarriedContext | null>;
 }
 
 /**
@@ -364,7 +367,7 @@ export type JobData = { readonly c: string } | { readonly j: readonly [string[],
 
 /** The `data` of a BullMQ job carrying `request`; throws what `node:v8` throws for a value it cannot serialize. */
 export function encodeRequest(request: JobRequest): JobData {
-  if (jsonExact(request.args)) return { j: [request.fns, request.at, request.args] };
+  if (request.contexts === undefined && jsonExact(request.args)) return { j: [request.fns, request.at, request.args] };
   return { c: serialize(request).toString('base64') };
 }
 
