@@ -521,6 +521,11 @@ describe('BullMQ bad input', () => {
       new TypeError("BullMQExecutor: options.connection must be a redis:// or rediss:// URL, got the http: URL 'localhost'"),
     );
     expect(() => new BullMQExecutor({ connection: 42 as never })).toThrow(/options\.connection must be a redis:\/\/ URL or an object/);
+    // A URL that does not parse is shown without what may be its password.
+    expect(() => new BullMQExecutor({ connection: 'redis://:s3cret@host:port' })).toThrow(
+      new TypeError("BullMQExecutor: options.connection must be a redis:// or rediss:// URL or an object of host and port, got 'redis://***@host:port'"),
+    );
+    expect(() => new BullMQExecutor({ connection: 'redis://x', maxJobBytes: 0 })).toThrow(new TypeError('BullMQExecutor: options.maxJobBytes must be an integer of at least 1, got 0'));
     expect(() => new BullMQExecutor({ connection: { port: 0 } })).toThrow(/options\.connection\.port must be an integer from 1 to 65535/);
     expect(() => new BullMQExecutor({ connection: 'redis://x', queue: 'a:b' })).toThrow(/options\.queue must be a non-empty string without ':'/);
     expect(() => new BullMQExecutor({ connection: 'redis://x', unreachableTimeout: 0 })).toThrow(/options\.unreachableTimeout must be a positive number/);
@@ -533,6 +538,12 @@ describe('BullMQ bad input', () => {
       /options\.allow\[0\] must be a module specifier .*, got 'node:fs'/,
     );
     await expect(serveBullMQ({ connection: 'redis://x', allow: [], concurrency: 0 })).rejects.toThrow(/options\.concurrency must be an integer of at least 1/);
+    await expect(serveBullMQ({ connection: 'redis://x', allow: [], maxJobBytes: 1.5 })).rejects.toThrow(
+      new TypeError('serveBullMQ(): options.maxJobBytes must be an integer of at least 1, got 1.5'),
+    );
+    await expect(serveBullMQ({ connection: 'redis://x', allow: [], maxOutcomeBytes: 2 ** 27 })).rejects.toThrow(
+      new RangeError('serveBullMQ(): options.maxOutcomeBytes must be at most 67108864 (the largest entry an executor reads), got 134217728'),
+    );
   });
 
   it('refuses something that is not a WorkerFn, and a data: URL', () => {

@@ -99,7 +99,9 @@ export function resolveConnection(connection: unknown, caller: string): Resolved
     try {
       url = new URL(connection);
     } catch {
-      throw new TypeError(`${caller}: options.connection must be a redis:// or rediss:// URL or an object of host and port, got ${repr(connection)}`);
+      // Said without what may be credentials: messages end up in logs.
+      const shown = connection.replace(/\/\/[^/]*@/, '//***@');
+      throw new TypeError(`${caller}: options.connection must be a redis:// or rediss:// URL or an object of host and port, got ${repr(shown)}`);
     }
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
       throw new TypeError(`${caller}: options.connection must be a redis:// or rediss:// URL, got the ${url.protocol} URL ${repr(url.host)}`);
