@@ -343,7 +343,10 @@ export interface ServeBullMQOptions {
   lockDuration?: number;
   /** Milliseconds between checks for jobs of dead workers (BullMQ's stalledInterval, default 30 000). */
   stalledInterval?: number;
-  /** How often a job may lose its worker before it fails (BullMQ's maxStalledCount, default 1). */
+  /**
+   * How often a job may lose its worker before it fails (BullMQ's maxStalledCount, default 1).
+   * A large job (over 1 MiB) counts the workers that died decoding it, and its error says so.
+   */
   maxStalledCount?: number;
   /**
    * Whether SIGTERM and SIGINT close the worker gracefully (default true): running calls get

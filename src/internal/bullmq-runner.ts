@@ -214,7 +214,7 @@ class Reporter {
     }
     this.#budget -= entry.length;
     // Every outcome sets its call's bit, a lone call's too, and the bitmaps stay until BullMQ
-    // has the job completed (see JobRunner.jobEnded): a job that lost its lock (Redis frozen
+    // has the job completed (see JobRunner.jobCompleted): a job that lost its lock (Redis frozen
     // past lockDuration) runs again, and must skip the calls whose outcomes went out.
     await report(
       this.#client,
