@@ -18,8 +18,11 @@ import { INSPECT, repr } from './internal/format.js';
 import { CallerEngine, type AddedJob, type QueuePort } from './internal/bullmq-caller.js';
 import { JobRunner, allowList } from './internal/bullmq-runner.js';
 import {
+  DEFAULT_MAX_JOB_BYTES,
+  DEFAULT_MAX_OUTCOME_BYTES,
   DEFAULT_PREFIX,
   DEFAULT_QUEUE,
+  MAX_OUTCOME_BYTES,
   QueueKeys,
   resolveConnection,
   type RedisConnection,
@@ -32,6 +35,9 @@ import { logger } from './log.js';
 import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
 
 export type { RedisConnection } from './internal/bullmq-wire.js';
+
+/** Milliseconds a closing worker gives its abandoned jobs to go back to the queue before it drops its connections. */
+const HAND_BACK_MS = 1000;
 
 /** BullMQ, loaded once, on first use. */
 let bullmq: Promise<typeof import('bullmq')> | null = null;
@@ -75,6 +81,12 @@ export interface BullMQExecutorOptions {
    * persistence) are sent again.
    */
   unreachableTimeout?: number;
+  /**
+   * The most bytes one BullMQ job's data may take in Redis (default 16 MiB): a call whose
+   * arguments alone need more fails with a RangeError naming both, and nothing of it is sent.
+   * Workers refuse larger jobs by their own `maxJobBytes`.
+   */
+  maxJobBytes?: number;
 }
 
 /**
@@ -125,15 +137,28 @@ function checkOptionsObject(options: unknown, caller: string): Record<string, un
  * root (`'./jobs/math.js'`) or a package name — which must be on the workers' allow list.
  * Arguments, results and errors cross with structured-clone fidelity (typed arrays, Map, Set,
  * Date, BigInt; errors keep class, message, stack, cause, own properties; registered classes);
- * a value that cannot fails its own future with a TypeError naming it.
+ * a value that cannot fails its own future with a TypeError naming it. Node Buffers arrive as
+ * Buffers. The caller's values of registered context variables (`registerContextVar`) travel
+ * with each call: the worker runs it in a copy of its own context with them set — a coroutine
+ * function for the whole of its Task, a plain or async function until it first awaits (other
+ * jobs' calls run in between). Nothing comes back.
  *
  * Calls submitted together go as one `addBulk`, several calls per BullMQ job when they are
  * short (as the workers measure them), so thousands of tiny calls cost a handful of jobs, while
  * a call alone keeps its latency. Outcomes arrive on a stream of this executor's own, each call
- * settling once, as soon as it ended. Cancelling the future of a call still waiting removes it
- * (it never runs); of a running call, aborts its `jobSignal()` in the worker running it. A
- * worker that dies mid-job: BullMQ runs the job again on another (its calls that had finished
- * are not run again), and each future settles once — at least once, never lost.
+ * settling once, as soon as it ended. A worker that dies mid-job, or loses the job's lock:
+ * BullMQ runs the job again on another (its calls whose outcomes went out are not run again),
+ * and each future settles once — at least once, never lost.
+ *
+ * Cancelling is concurrent.futures': `cancel()` of a call no worker is known to have started
+ * returns true and removes it (it never runs, or its job skips it). Once the worker's start
+ * notice has arrived (`running()` is true), `cancel()` returns false, the call's `jobSignal()`
+ * aborts in its worker, and the future settles with what the call returns or throws. All the
+ * calls of a job count as started when its worker starts it (as the calls a ProcessPoolExecutor
+ * moved to its call queue). The notice is written when the job first waits (a call that ends
+ * without waiting sends its outcome instead) and arrives a Redis round trip and a turn of this
+ * process's event loop later, longer while Redis is slow or away: until then, `cancel()` returns
+ * true for a call that may already run; its future stays cancelled and its outcome is dropped.
  *
  * The executor holds Redis connections: `shutdown()` it when done.
  *
@@ -165,6 +190,7 @@ export class BullMQExecutor implements Executor {
     if (typeof unreachableTimeout !== 'number' || Number.isNaN(unreachableTimeout) || unreachableTimeout <= 0) {
       throw new TypeError(`${caller}: options.unreachableTimeout must be a positive number of seconds or Infinity, got ${repr(unreachableTimeout)}`);
     }
+    const maxJobBytes = checkCount(checked.maxJobBytes, 'maxJobBytes', DEFAULT_MAX_JOB_BYTES, 1, caller);
     this.#queue = queue;
     this.#where = connection.where;
     const defaultJobOptions: JobsOptions = { removeOnComplete: true, removeOnFail: true, ...(jobOptions as JobsOptions | undefined) };
@@ -172,6 +198,7 @@ export class BullMQExecutor implements Executor {
       keys: new QueueKeys(prefix, queue),
       where: connection.where,
       unreachableTimeout,
+      maxJobBytes,
     });
   }
 
@@ -192,9 +219,11 @@ export class BullMQExecutor implements Executor {
 
   /**
    * Stop accepting calls; with `wait` (the default) settle once every call submitted settled,
-   * then close the connections. `cancelFutures` cancels every call not done: those waiting are
-   * removed, those running have their `jobSignal()` aborted. Called without `wait` while an
-   * earlier `shutdown(true)` still waits, it cancels what is left, so the wait ends.
+   * then close the connections. `cancelFutures` cancels the calls no worker is known to have
+   * started (see `cancel()` in the class's notes); started calls run on and their futures settle
+   * with their outcomes (concurrent.futures' cancel_futures). Called without `wait` while an
+   * earlier `shutdown(true)` still waits, it ends the wait: calls not started are cancelled,
+   * started ones are asked to stop and their futures fail with CancelledError.
    *
    * @example
    * ```ts
@@ -245,7 +274,8 @@ async function openQueue(name: string, prefix: string, connection: ResolvedConne
   // Without a listener, an EventEmitter throws its 'error' events.
   let onError: (error: Error) => void = () => undefined;
   queue.on('error', (error: Error) => onError(error));
-  const client = queue.client as unknown as Promise<RedisLike>;
+  // BullMQ 6 keeps the raw client on its Redis backend (Queue#client is gone).
+  const client = queue.getBackend().client as unknown as Promise<RedisLike>;
   let connected: RedisLike | null = null;
   client.then(
     (ready) => (connected = ready),
@@ -267,11 +297,14 @@ async function openQueue(name: string, prefix: string, connection: ResolvedConne
     onError(listener: (error: Error) => void): void {
       onError = listener;
     },
-    close(force: boolean): Promise<void> {
+    async close(force: boolean): Promise<void> {
       // BullMQ's close() drops a connection never made, but waits for Redis to quit one that
-      // was: with Redis away, that is for good. Dropped first, it ends at once.
-      if (force) connected?.disconnect();
-      return queue.close();
+      // was: with Redis away, that is for good. Its backend closed with force drops it.
+      if (force) {
+        connected?.disconnect();
+        await queue.getBackend().close(true);
+      }
+      await queue.close();
     },
   };
 }
@@ -310,7 +343,10 @@ export interface ServeBullMQOptions {
   lockDuration?: number;
   /** Milliseconds between checks for jobs of dead workers (BullMQ's stalledInterval, default 30 000). */
   stalledInterval?: number;
-  /** How often a job may lose its worker before it fails (BullMQ's maxStalledCount, default 1). */
+  /**
+   * How often a job may lose its worker before it fails (BullMQ's maxStalledCount, default 1).
+   * A large job (over 1 MiB) counts the workers that died decoding it, and its error says so.
+   */
   maxStalledCount?: number;
   /**
    * Whether SIGTERM and SIGINT close the worker gracefully (default true): running calls get
@@ -321,6 +357,14 @@ export interface ServeBullMQOptions {
   handleSignals?: boolean;
   /** Seconds running calls get to finish when a signal closes the worker (default 10). */
   closeTimeout?: number;
+  /** The most bytes a job's data may take (default 16 MiB): a larger job fails with a RangeError and is never decoded. */
+  maxJobBytes?: number;
+  /**
+   * The most bytes of outcomes one job sends back (default 16 MiB, at most 64 MiB, the most an
+   * executor reads in one entry): results and errors past it fail their calls with a
+   * RuntimeError saying so.
+   */
+  maxOutcomeBytes?: number;
 }
 
 /**
@@ -396,6 +440,10 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     throw new TypeError(`${caller}: options.closeTimeout must be a non-negative number of seconds, got ${repr(closeTimeout)}`);
   }
 
+  const maxJobBytes = checkCount(checked.maxJobBytes, 'maxJobBytes', DEFAULT_MAX_JOB_BYTES, 1, caller);
+  const maxOutcomeBytes = checkCount(checked.maxOutcomeBytes, 'maxOutcomeBytes', DEFAULT_MAX_OUTCOME_BYTES, 1, caller);
+  if (maxOutcomeBytes > MAX_OUTCOME_BYTES) throw new RangeError(`${caller}: options.maxOutcomeBytes must be at most ${MAX_OUTCOME_BYTES} (the largest entry an executor reads), got ${maxOutcomeBytes}`);
+
   const { Worker: WorkerClass, WaitingError } = await loadBullMQ();
   const keys = new QueueKeys(prefix, queueName);
   let loop: EventLoop | null = _getRunningLoop();
@@ -404,7 +452,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     loop = newEventLoop();
     ownLoop = { loop, stopped: loop.runForever() };
   }
-  const runner = new JobRunner({ keys, allow, root, loop });
+  const runner = new JobRunner({ keys, allow, root, loop, maxJobBytes, maxOutcomeBytes, maxStalledCount });
   let lastError = '';
   const worker: Worker = new WorkerClass(
     queueName,
@@ -417,6 +465,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     },
     { connection: connection.options, prefix, concurrency, lockDuration, stalledInterval, maxStalledCount, autorun: false },
   );
+  worker.on('completed', (job: Job) => runner.jobCompleted(job));
   worker.on('failed', (job: Job | undefined, error: Error) => runner.jobFailed(job, error, job?.finishedOn !== undefined));
   worker.on('error', (error: Error) => {
     // Redis away repeats the same error every retry: say it once.
@@ -426,7 +475,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
 
   let subscriber: RedisLike | null = null;
   const started = async (): Promise<void> => {
-    const client = (await worker.client) as unknown as RedisLike;
+    const client = (await worker.getBackend().client) as unknown as RedisLike;
     runner.attach(client);
     subscriber = client.duplicate();
     subscriber.on('error', () => undefined);
@@ -441,11 +490,27 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     resolveClosed = resolve;
   }));
   let closing: YieldablePromise<void> | null = null;
+  let dropTimer: NodeJS.Timeout | null = null;
+  let drop: () => void = () => undefined;
+  const dropped = new Promise<void>((resolve) => {
+    drop = resolve;
+  });
+  /** Abandon the running calls; their jobs go back to the queue, or, when that cannot be done in time (Redis away), the connections are dropped. */
+  const abandon = (): void => {
+    runner.handBack();
+    dropTimer ??= setTimeout(() => {
+      // The jobs still held are recovered as stalled ones once their locks expire.
+      worker.disconnect().catch(() => undefined);
+      (subscriber as RedisLike | null)?.disconnect();
+      // BullMQ's close() may still wait for Redis (a job's move back to wait): it is not waited for.
+      drop();
+    }, HAND_BACK_MS).unref();
+  };
   let signals = 0;
   const onSignal = (): void => {
     signals++;
     if (signals === 1) void close({ timeout: closeTimeout });
-    else if (signals === 2) runner.handBack();
+    else if (signals === 2) abandon();
     // A close that cannot finish (Redis away): the jobs still held are recovered as stalled ones.
     else process.exit(130);
   };
@@ -453,11 +518,12 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     closing ??= yieldable((async () => {
       const timeout = closeOptions?.timeout;
       runner.stopStarting();
-      const timer = timeout === undefined || !Number.isFinite(timeout) ? null : setTimeout(() => runner.handBack(), Math.max(0, timeout) * 1000);
+      const timer = timeout === undefined || !Number.isFinite(timeout) ? null : setTimeout(abandon, Math.max(0, timeout) * 1000);
       try {
-        await worker.close();
+        await Promise.race([worker.close(), dropped]);
       } finally {
         if (timer !== null) clearTimeout(timer);
+        if (dropTimer !== null) clearTimeout(dropTimer);
         const sub = subscriber as RedisLike | null;
         sub?.disconnect();
         if (handleSignals) {

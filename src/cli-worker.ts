@@ -2,6 +2,7 @@
  * `multiloop worker`: a process that serves a BullMQ queue (`serveBullMQ`) until SIGTERM or
  * SIGINT, for `BullMQExecutor`s on any machine that reaches the same Redis.
  */
+import { readFileSync } from 'node:fs';
 import { serveBullMQ, type BullMQWorker } from './bullmq.js';
 
 const USAGE = `Usage: multiloop worker --allow SPEC[,SPEC...] [options]
@@ -9,7 +10,11 @@ const USAGE = `Usage: multiloop worker --allow SPEC[,SPEC...] [options]
 Run jobs of a BullMQ queue sent by BullMQExecutor, until SIGTERM or SIGINT.
 
 Options:
-  --redis URL          Redis to serve (default: $REDIS_URL, else redis://127.0.0.1:6379)
+  --connection URL     the Redis to serve (--redis URL is the same); a URL given here is visible
+                       to every local user (ps, /proc): keep passwords in one of these instead:
+  --connection-env NAME  the URL is in environment variable NAME
+  --connection-file PATH the URL is the content of file PATH
+                       (default: $MULTILOOP_CONNECTION, else $REDIS_URL, else redis://127.0.0.1:6379)
   --queue NAME         queue to serve (default: multiloop)
   --prefix PREFIX      BullMQ key prefix (default: bull)
   --concurrency N      the most jobs run at once (default: 16)
@@ -22,6 +27,8 @@ Options:
   --lock-duration MS   BullMQ lockDuration: how soon a dead worker's jobs run elsewhere (default: 30000)
   --stalled-interval MS  BullMQ stalledInterval (default: 30000)
   --max-stalled-count N  how often a job may lose its worker before it fails (default: 1)
+  --max-job-bytes N    larger jobs fail without being decoded (default: 16777216)
+  --max-outcome-bytes N  the most bytes of outcomes one job sends back (default: 16777216)
   --help               show this help
 
 Prints "multiloop worker: serving ..." once it takes jobs. Exit code 0 after a graceful
@@ -30,7 +37,10 @@ shutdown, 2 for a bad command line, 1 when the worker cannot start.
 
 /** Options that take a value, and the key each fills. */
 const VALUED = new Map([
-  ['--redis', 'redis'],
+  ['--connection', 'connection'],
+  ['--redis', 'connection'],
+  ['--connection-env', 'connectionEnv'],
+  ['--connection-file', 'connectionFile'],
   ['--queue', 'queue'],
   ['--prefix', 'prefix'],
   ['--concurrency', 'concurrency'],
@@ -40,6 +50,8 @@ const VALUED = new Map([
   ['--lock-duration', 'lockDuration'],
   ['--stalled-interval', 'stalledInterval'],
   ['--max-stalled-count', 'maxStalledCount'],
+  ['--max-job-bytes', 'maxJobBytes'],
+  ['--max-outcome-bytes', 'maxOutcomeBytes'],
 ]);
 
 interface Parsed {
@@ -67,7 +79,9 @@ function parse(argv: readonly string[]): Parsed {
     else value = argv[++i];
     if (value === undefined) throw new UsageError(`${flag} needs a value`);
     if (key === 'allow') allow.push(...value.split(',').map((spec) => spec.trim()).filter((spec) => spec !== ''));
-    else values.set(key, value);
+    else if (values.has(key) || (key.startsWith('connection') && [...values.keys()].some((other) => other.startsWith('connection')))) {
+      throw new UsageError(key.startsWith('connection') ? 'give the connection once: --connection (--redis), --connection-env or --connection-file' : `${flag} is given twice`);
+    } else values.set(key, value);
   }
   return { values, allow, help };
 }
@@ -83,12 +97,40 @@ function integer(values: Map<string, string>, key: string, flag: string): number
 }
 
 /**
+ * The connection URL: from --connection (--redis), the variable --connection-env names, the file
+ * --connection-file names (trimmed), else $MULTILOOP_CONNECTION, $REDIS_URL or the local default.
+ */
+function connectionUrl(values: Map<string, string>): string {
+  const given = values.get('connection');
+  if (given !== undefined) return given;
+  const name = values.get('connectionEnv');
+  if (name !== undefined) {
+    const value = process.env[name];
+    if (value === undefined || value === '') throw new UsageError(`--connection-env ${name}: the environment variable ${name} is not set`);
+    return value;
+  }
+  const file = values.get('connectionFile');
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new UsageError(`--connection-file ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+    const url = text.trim();
+    if (url === '') throw new UsageError(`--connection-file ${file}: the file is empty`);
+    return url;
+  }
+  return process.env.MULTILOOP_CONNECTION || process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+}
+
+/**
  * Run `multiloop worker` with `argv` (the arguments after `worker`): serve the queue until
  * SIGTERM or SIGINT; resolves with the process's exit code.
  *
  * @example
  * ```ts
- * // bin: multiloop worker --redis redis://10.0.0.5:6379 --allow ./jobs/images.js --concurrency 8
+ * // bin: multiloop worker --connection-env REDIS_URL --allow ./jobs/images.js --concurrency 8
  * process.exitCode = await workerCommand(process.argv.slice(3));
  * ```
  */
@@ -98,6 +140,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
   let lockDuration: number | undefined;
   let stalledInterval: number | undefined;
   let maxStalledCount: number | undefined;
+  let maxJobBytes: number | undefined;
+  let maxOutcomeBytes: number | undefined;
   let grace = 10;
   try {
     parsed = parse(argv);
@@ -110,6 +154,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
     lockDuration = integer(parsed.values, 'lockDuration', '--lock-duration');
     stalledInterval = integer(parsed.values, 'stalledInterval', '--stalled-interval');
     maxStalledCount = integer(parsed.values, 'maxStalledCount', '--max-stalled-count');
+    maxJobBytes = integer(parsed.values, 'maxJobBytes', '--max-job-bytes');
+    maxOutcomeBytes = integer(parsed.values, 'maxOutcomeBytes', '--max-outcome-bytes');
     const graceValue = parsed.values.get('grace');
     if (graceValue !== undefined) {
       grace = Number(graceValue);
@@ -120,7 +166,14 @@ export async function workerCommand(argv: string[]): Promise<number> {
     process.stderr.write(`multiloop worker: ${error.message}\n\n${USAGE}`);
     return 2;
   }
-  const redis = parsed.values.get('redis') ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  let redis: string;
+  try {
+    redis = connectionUrl(parsed.values);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`multiloop worker: ${error.message}\n`);
+    return 2;
+  }
   const queue = parsed.values.get('queue') ?? 'multiloop';
   let worker: BullMQWorker;
   try {
@@ -134,6 +187,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
       lockDuration,
       stalledInterval,
       maxStalledCount,
+      maxJobBytes,
+      maxOutcomeBytes,
       closeTimeout: grace,
     });
   } catch (error) {

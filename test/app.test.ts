@@ -175,7 +175,7 @@ beforeAll(() => {
       name: 'scratch-app',
       private: true,
       type: 'module',
-      dependencies: { multiloop: `file:${join(scratch, tarball)}`, piscina: linked('piscina'), comlink: linked('comlink'), bullmq: linked('bullmq') },
+      dependencies: { multiloop: `file:${join(scratch, tarball)}`, piscina: linked('piscina'), comlink: linked('comlink'), bullmq: linked('bullmq'), ioredis: linked('ioredis') },
       devDependencies: { typescript: linked('typescript-7'), tsx: linked('tsx'), esbuild: linked('esbuild'), '@types/node': linked('@types/node') },
     }),
   );

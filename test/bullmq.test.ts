@@ -321,15 +321,15 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
   });
 
   describe('cancellation', () => {
-    it("aborts a running call's jobSignal() in its worker when its future is cancelled", async () => {
+    it("asks a call its worker started to stop through its jobSignal(): cancel() is false, the future settles with what the call returns", async () => {
       const made = executor();
       const markers = markerDir();
       try {
         const running = made.submit(workerFn<[string, number], string>(JOBS, 'waitForAbort'), markers.dir, 30);
-        await until(() => existsSync(join(markers.dir, 'started')), 'the call started');
-        expect(running.cancel()).toBe(true);
-        expect(running.cancelled()).toBe(true);
-        await until(() => existsSync(join(markers.dir, 'aborted')), 'the call saw its signal abort');
+        await until(() => running.running(), "the worker's start notice arrived");
+        expect(running.cancel()).toBe(false);
+        expect(await resultOf(running)).toBe('aborted');
+        expect(running.cancelled()).toBe(false);
         expect(readFileSync(join(markers.dir, 'aborted'), 'utf8')).toBe('CancelledError: the caller cancelled the job');
       } finally {
         markers.remove();
@@ -415,6 +415,32 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
       expect(() => made.submit(add, 1, 2)).toThrow(new RuntimeError('cannot schedule new futures after shutdown'));
     });
 
+    it('with cancelFutures cancels only the calls no worker started; a started call settles with its result (concurrent.futures)', async () => {
+      const markers = markerDir();
+      const single = await startWorker(redis.url, ['--queue', 'one-at-a-time', '--allow', JOBS, '--concurrency', '1']);
+      try {
+        const made = executor({ queue: 'one-at-a-time' });
+        const work = workerFn<[string, string, number], string>(JOBS, 'work');
+        const first = made.submit(work, markers.dir, 'first', 300);
+        await until(() => first.running(), "the worker's start notice arrived");
+        // The worker runs one job at a time: this one (of another function, so not held back
+        // until the first call's run time is known) waits in Redis.
+        const second = made.submit(touch, markers.dir, 'second', 2);
+        await until(() => jobsInRedis(redis.port, 'one-at-a-time').length === 2, 'both jobs are in Redis');
+        expect(second.running()).toBe(false);
+        await made.shutdown(true, { cancelFutures: true });
+        expect(first.cancelled()).toBe(false);
+        expect(first.result()).toBe(`first by ${single.pid}`);
+        expect(second.cancelled()).toBe(true);
+        expect(made.statistics()).toMatchObject({ completed: 1, cancelled: 1, inFlight: 0 });
+        await until(() => jobsInRedis(redis.port, 'one-at-a-time').length === 0, 'the cancelled job is removed');
+        expect(existsSync(join(markers.dir, 'second'))).toBe(false);
+      } finally {
+        await killWorker(single);
+        markers.remove();
+      }
+    });
+
     it('with cancelFutures cancels the calls not done', async () => {
       const made = executor({ queue: 'nobody' });
       const waiting = made.submit(add, 1, 2);
@@ -495,6 +521,11 @@ describe('BullMQ bad input', () => {
       new TypeError("BullMQExecutor: options.connection must be a redis:// or rediss:// URL, got the http: URL 'localhost'"),
     );
     expect(() => new BullMQExecutor({ connection: 42 as never })).toThrow(/options\.connection must be a redis:\/\/ URL or an object/);
+    // A URL that does not parse is shown without what may be its password.
+    expect(() => new BullMQExecutor({ connection: 'redis://:s3cret@host:port' })).toThrow(
+      new TypeError("BullMQExecutor: options.connection must be a redis:// or rediss:// URL or an object of host and port, got 'redis://***@host:port'"),
+    );
+    expect(() => new BullMQExecutor({ connection: 'redis://x', maxJobBytes: 0 })).toThrow(new TypeError('BullMQExecutor: options.maxJobBytes must be an integer of at least 1, got 0'));
     expect(() => new BullMQExecutor({ connection: { port: 0 } })).toThrow(/options\.connection\.port must be an integer from 1 to 65535/);
     expect(() => new BullMQExecutor({ connection: 'redis://x', queue: 'a:b' })).toThrow(/options\.queue must be a non-empty string without ':'/);
     expect(() => new BullMQExecutor({ connection: 'redis://x', unreachableTimeout: 0 })).toThrow(/options\.unreachableTimeout must be a positive number/);
@@ -507,6 +538,12 @@ describe('BullMQ bad input', () => {
       /options\.allow\[0\] must be a module specifier .*, got 'node:fs'/,
     );
     await expect(serveBullMQ({ connection: 'redis://x', allow: [], concurrency: 0 })).rejects.toThrow(/options\.concurrency must be an integer of at least 1/);
+    await expect(serveBullMQ({ connection: 'redis://x', allow: [], maxJobBytes: 1.5 })).rejects.toThrow(
+      new TypeError('serveBullMQ(): options.maxJobBytes must be an integer of at least 1, got 1.5'),
+    );
+    await expect(serveBullMQ({ connection: 'redis://x', allow: [], maxOutcomeBytes: 2 ** 27 })).rejects.toThrow(
+      new RangeError('serveBullMQ(): options.maxOutcomeBytes must be at most 67108864 (the largest entry an executor reads), got 134217728'),
+    );
   });
 
   it('refuses something that is not a WorkerFn, and a data: URL', () => {

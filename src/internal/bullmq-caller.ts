@@ -18,15 +18,22 @@
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { RuntimeError } from '../exceptions.js';
+import { CancelledError, RuntimeError } from '../exceptions.js';
+import type { EventLoop } from '../base-events.js';
 import { logger } from '../log.js';
 import { describeWorkerFn, type WorkerFn } from '../worker-fn.js';
 import type { BullMQExecutorStatistics } from '../bullmq.js';
 import { ConcurrentFuture } from './concurrent-future.js';
+import { repr } from './format.js';
+import { _getRunningLoop } from './running.js';
+import { carriedContext, travelling, type CarriedContext } from './travel.js';
+import { _currentVars } from '../contextvars.js';
 import {
   KEY_TTL_SECONDS,
+  MAX_OUTCOME_BYTES,
   OUTCOME_ERROR,
   OUTCOME_JOB_ERROR,
+  OUTCOME_VALUE,
   decodeOutcomes,
   encodeRequest,
   unwireFailure,
@@ -44,7 +51,9 @@ const BATCH_BUDGET_MS = 10;
 /** The most calls one BullMQ job carries. */
 const MAX_CALLS_PER_JOB = 512;
 /** A job whose request is larger (base64 characters) is split, unless it carries one call. */
-const MAX_JOB_BYTES = 1 << 20;
+const SPLIT_JOB_BYTES = 1 << 20;
+/** Requests in JSON are this small at most (see `jsonExact`): below it, a limit is checked against their JSON text. */
+const JSON_REQUEST_BOUND = 1 << 16;
 /** How long the other calls of a function never measured wait for its first call's run time. */
 const PROBE_WAIT_MS = 1000;
 /** Outcome entries read per XREAD. */
@@ -85,6 +94,8 @@ export interface CallerOptions {
   readonly where: string;
   /** Seconds calls wait for an unreachable Redis before they fail (Infinity: for good). */
   readonly unreachableTimeout: number;
+  /** The most bytes one job's data may take: a call that alone needs more fails with a RangeError. */
+  readonly maxJobBytes: number;
 }
 
 
@@ -125,6 +136,8 @@ class CallFuture extends ConcurrentFuture<unknown> {
   probe = false;
   /** Sends that failed. */
   attempts = 0;
+  /** The caller's values of registered context variables (internal/travel.ts), or null. */
+  carried: CarriedContext | null = null;
 
   constructor(engine: CallerEngine, fn: WorkerFn, key: string, args: unknown[], given: unknown[]) {
     super();
@@ -152,8 +165,11 @@ export class CallerEngine {
   readonly #keys: QueueKeys;
   readonly #where: string;
   readonly #unreachableMs: number;
+  readonly #maxJobBytes: number;
 
   #port: QueuePort | null = null;
+  /** The loop that last submitted a call (or made the executor): its exception handler hears of bad outcome entries. */
+  #loop: EventLoop | null = _getRunningLoop();
   #client: RedisLike | null = null;
   #reader: RedisLike | null = null;
   #connectFailure: Error | null = null;
@@ -199,6 +215,7 @@ export class CallerEngine {
     this.#keys = options.keys;
     this.#where = options.where;
     this.#unreachableMs = options.unreachableTimeout * 1000;
+    this.#maxJobBytes = options.maxJobBytes;
     this.#downSince = null;
     this.#down('not connected yet');
     void this.#start(connect);
@@ -240,7 +257,7 @@ export class CallerEngine {
       connection.on('ready', () => this.#checkUp());
     }
     this.#checkUp();
-    void this.#read(reader);
+    this.#read(reader).catch((error: unknown) => logger.error('BullMQExecutor: the reader of outcomes stopped', error));
   }
 
   /** The connection could not be made for good (a bad option, a Redis too old): every call fails. */
@@ -251,6 +268,7 @@ export class CallerEngine {
 
   submit(fn: WorkerFn, given: unknown[]): ConcurrentFuture<unknown> {
     if (this.#shutdown) throw new RuntimeError('cannot schedule new futures after shutdown');
+    this.#loop = _getRunningLoop() ?? this.#loop;
     const what = describeWorkerFn(fn);
     let args: unknown[];
     let failure: Error | null = this.#connectFailure ?? (this.#expired ? this.#unreachableError() : null);
@@ -261,6 +279,13 @@ export class CallerEngine {
       failure ??= error as Error;
     }
     const call = new CallFuture(this, fn, fnKey(fn), args, given);
+    if (travelling.size !== 0 && failure === null) {
+      try {
+        call.carried = carriedContext(_currentVars());
+      } catch (error) {
+        failure = new TypeError(`cannot send ${what} to a BullMQ worker: ${(error as Error).message}`, { cause: error });
+      }
+    }
     this.#live++;
     if (failure !== null) {
       this.#failCall(call, failure);
@@ -273,6 +298,13 @@ export class CallerEngine {
 
   cancel(call: CallFuture): boolean {
     if (call.done()) return call.cancelled();
+    if (call.running()) {
+      // concurrent.futures: a call a worker started cannot be cancelled; it is asked to stop
+      // through its jobSignal(), and its future settles with what it returns or throws.
+      const job = call.job;
+      if (job !== null) void this.#requestCancel(job, call.index, true);
+      return false;
+    }
     call.cancelFuture();
     this.#cancelled++;
     this.#finished(call);
@@ -284,11 +316,11 @@ export class CallerEngine {
   shutdown(wait: boolean, cancelFutures: boolean): Promise<void> {
     if (this.#shutdown && !wait && this.#waitingShutdown) {
       // Stop waiting: every call not done is cancelled (the running ones are asked to stop).
-      this.#cancelAll();
+      this.#cancelAll(true);
       return Promise.resolve();
     }
     this.#shutdown = true;
-    if (cancelFutures) this.#cancelAll();
+    if (cancelFutures) this.#cancelAll(false);
     this.#closed ??= new Promise<void>((resolve) => {
       this.#onIdle = resolve;
       this.#checkIdle();
@@ -364,6 +396,7 @@ export class CallerEngine {
     const fns: string[] = [];
     const at: number[] = new Array<number>(calls.length);
     const args: unknown[][] = new Array<unknown[]>(calls.length);
+    let contexts: Array<CarriedContext | null> | null = null;
     let lastFn: WorkerFn | null = null;
     let lastAt = -1;
     for (let i = 0; i < calls.length; i++) {
@@ -381,8 +414,9 @@ export class CallerEngine {
       }
       at[i] = lastAt;
       args[i] = call.args;
+      if (call.carried !== null) (contexts ??= new Array<CarriedContext | null>(calls.length).fill(null))[i] = call.carried;
     }
-    return { fns, at, args };
+    return contexts === null ? { fns, at, args } : { fns, at, args, contexts };
   }
 
   /** Encode each job's request (failing the calls whose arguments cannot be serialized) and add them all at once. */
@@ -404,10 +438,16 @@ export class CallerEngine {
           continue;
         }
       }
-      if ('c' in data && data.c.length > MAX_JOB_BYTES && calls.length > 1) {
+      const bytes = 'c' in data ? data.c.length : this.#maxJobBytes < JSON_REQUEST_BOUND ? JSON.stringify(data).length : 0;
+      if (bytes > Math.min(SPLIT_JOB_BYTES, this.#maxJobBytes) && calls.length > 1) {
         // Big arguments: the job goes as two, each half as big.
         const half = calls.length >> 1;
         pending.push(calls.slice(half), calls.slice(0, half));
+        continue;
+      }
+      if (bytes > this.#maxJobBytes) {
+        const call = calls[0] as CallFuture;
+        this.#failCall(call, new RangeError(`cannot send ${describeWorkerFn(call.fn)} to a BullMQ worker: its job would take ${bytes} bytes, more than options.maxJobBytes (${this.#maxJobBytes})`));
         continue;
       }
       const id = `${this.id}-${++this.#seq}`;
@@ -460,13 +500,20 @@ export class CallerEngine {
     this.#scheduleFlush();
   }
 
-  /** Ask Redis and the workers to drop (if waiting) or stop (if running) call `index` of `job`. */
-  async #requestCancel(job: SentJob, index: number): Promise<void> {
+  /**
+   * Ask Redis and the workers to drop (if waiting) or stop (if running) call `index` of `job`;
+   * with `stop`, a call its worker started: it is not skipped, its jobSignal() aborts.
+   */
+  async #requestCancel(job: SentJob, index: number, stop = false): Promise<void> {
     const port = this.#port;
     if (port === null) return;
     try {
       const client = await port.client;
       const keys = this.#keys;
+      if (stop) {
+        await client.call('PUBLISH', keys.cancelChannel, `${job.id} ${index} stop`);
+        return;
+      }
       const requests: Array<Promise<unknown>> = [];
       if (job.calls.length > 1) {
         requests.push(client.call('SETBIT', keys.cancelled(job.id), index, 1), client.call('EXPIRE', keys.cancelled(job.id), KEY_TTL_SECONDS));
@@ -555,36 +602,80 @@ export class CallerEngine {
         const id = rawId.toString();
         if (after(id, this.#lastId)) this.#lastId = id;
         for (let f = 0; f + 1 < fields.length; f += 2) {
-          if ((fields[f] as Buffer).toString() === 'd') this.#apply(fields[f + 1] as Buffer);
+          const field = (fields[f] as Buffer).toString();
+          if (field === 's') {
+            this.#started((fields[f + 1] as Buffer).toString());
+            continue;
+          }
+          if (field !== 'd') continue;
+          // Anyone who can write to Redis can write here: an entry is data to check, and one
+          // that is wrong settles nothing, reported, while the others are applied.
+          try {
+            this.#apply(fields[f + 1] as Buffer);
+          } catch (error) {
+            this.#reportBadEntry(id, error);
+          }
         }
       }
     }
     return count;
   }
 
-  /** Settle the calls an outcome entry names: each at most once. */
-  #apply(entry: Buffer): void {
-    let flat: unknown[];
-    try {
-      flat = decodeOutcomes(entry);
-    } catch (error) {
-      logger.error('BullMQExecutor: an outcome entry cannot be read', error);
+  /** A worker's start notice: the calls of the job not done are running (cancel() cannot stop their futures any more). */
+  #started(jobId: string): void {
+    const job = this.#sent.get(jobId);
+    if (job === undefined) return;
+    for (const call of job.calls) if (!call.done() && !call.running()) call._setRunningOrNotifyCancel();
+  }
+
+  /** An outcome entry that is not one: the loop's exception handler hears of it (the logger when no loop used this executor). */
+  #reportBadEntry(id: string, error: unknown): void {
+    const message = `BullMQExecutor: outcome entry ${id} on ${this.#keys.results(this.id)} was dropped: ${String((error as Error | null)?.message ?? error)}`;
+    const loop = this.#loop;
+    if (loop === null || loop.isClosed()) {
+      logger.error(message, error);
       return;
     }
+    loop.callExceptionHandler({ message, exception: error instanceof Error ? error : new TypeError(String(error)) });
+  }
+
+  /**
+   * Settle the calls an outcome entry names, each at most once; a TypeError saying what is
+   * wrong when the entry is not what a worker writes (nothing of it is applied then).
+   */
+  #apply(entry: Buffer): void {
+    if (entry.length > MAX_OUTCOME_BYTES) throw new TypeError(`the entry is ${entry.length} bytes, more than the ${MAX_OUTCOME_BYTES} an entry may take`);
+    const flat = decodeOutcomes(entry);
     const job = this.#sent.get(flat[0] as string);
     if (job === undefined) return;
+    const size = job.calls.length;
+    // Checked whole before any of it settles a call: half an entry applied is worse than none.
+    for (let i = 1; i + 3 < flat.length; i += 4) {
+      const index = flat[i];
+      const kind = flat[i + 1];
+      const ms = flat[i + 3];
+      if (kind === OUTCOME_JOB_ERROR) {
+        if (index !== -1) throw new TypeError(`a job error names call ${repr(index)} (it names -1)`);
+      } else if (kind !== OUTCOME_VALUE && kind !== OUTCOME_ERROR) {
+        throw new TypeError(`outcome kind ${repr(kind)} is none of value (${OUTCOME_VALUE}), error (${OUTCOME_ERROR}), job error (${OUTCOME_JOB_ERROR})`);
+      } else if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= size) {
+        throw new TypeError(`call index ${repr(index)} is not one of job ${job.id}'s ${size} call(s)`);
+      }
+      if (typeof ms !== 'number' || !(ms >= 0) || ms === Infinity) throw new TypeError(`the run time ${repr(ms)} of call ${repr(index)} is not a number of milliseconds`);
+    }
+    if ((flat.length - 1) % 4 !== 0) throw new TypeError(`it holds ${flat.length - 1} values after the job id, not a multiple of 4`);
     for (let i = 1; i + 3 < flat.length; i += 4) {
       const index = flat[i] as number;
       const kind = flat[i + 1] as number;
       const payload = flat[i + 2];
-      const ms = flat[i + 3];
+      const ms = flat[i + 3] as number;
       if (kind === OUTCOME_JOB_ERROR) {
         for (const call of job.calls) if (!call.done()) this.#failCall(call, this.#decodeFailure(payload));
         continue;
       }
-      const call = job.calls[index];
-      if (call === undefined || call.done()) continue;
-      if (typeof ms === 'number') this.#learn(call.key, ms);
+      const call = job.calls[index] as CallFuture;
+      if (call.done()) continue;
+      this.#learn(call.key, ms);
       if (kind === OUTCOME_ERROR) {
         this.#failCall(call, this.#decodeFailure(payload));
         continue;
@@ -712,11 +803,20 @@ export class CallerEngine {
     for (const call of calls) if (!call.done()) this.#failCall(call, error);
   }
 
-  #cancelAll(): void {
+  /** Cancel the calls no worker is known to have started (concurrent.futures' cancel_futures); with `started`, end those too (with CancelledError; their jobSignal() aborts). */
+  #cancelAll(started: boolean): void {
     const calls: CallFuture[] = [...this.#queue];
     for (const held of this.#held.values()) calls.push(...held);
     for (const job of this.#sent.values()) calls.push(...job.calls);
-    for (const call of calls) if (!call.done()) this.cancel(call);
+    for (const call of calls) {
+      if (call.done()) continue;
+      if (!call.running()) this.cancel(call);
+      else if (started) {
+        this.cancel(call);
+        // A running future cannot end cancelled: it ends with the error a cancelled one raises.
+        this.#failCall(call, new CancelledError('the executor stopped waiting for this call (shutdown without wait): its worker was asked to stop it'));
+      }
+    }
   }
 
   #checkIdle(): void {

@@ -27,13 +27,16 @@ import { typeName } from './format.js';
 import { isModuleSpecifier, moduleUrlOf, normalizeSpecifier, quoteName, shortName } from './module-ref.js';
 import { importUserModule } from './ts-loader.js';
 import { fromWire } from './wire.js';
+import { contextFor, isCarriedContext } from './travel.js';
+import type { Context } from '../contextvars.js';
 import {
+  KEY_TTL_SECONDS,
   OUTCOME_ERROR,
   OUTCOME_JOB_ERROR,
   OUTCOME_VALUE,
-  appendOutcomes,
   decodeRequest,
   encodeOutcomes,
+  requestBytes,
   report,
   wireFailure,
   wireValue,
@@ -42,6 +45,12 @@ import {
   type QueueKeys,
   type RedisLike,
 } from './bullmq-wire.js';
+
+/**
+ * A job's request larger than this (base64 characters) is decoded only after Redis counted the
+ * attempt: decoding it may take more memory than the worker has, and kill it each time.
+ */
+const GUARDED_DECODE_BYTES = 1 << 20;
 
 /** Synchronous calls run back to back for this long before the event loop gets a turn. */
 const SLICE_MS = 5;
@@ -89,6 +98,12 @@ export function allowList(allow: unknown, caller: string): Set<string> {
   return allowed;
 }
 
+/** Add `key` to `recent`, forgetting the oldest past RECENT_CANCELS. */
+function remember(recent: Set<string>, key: string): void {
+  recent.add(key);
+  if (recent.size > RECENT_CANCELS) recent.delete(recent.values().next().value as string);
+}
+
 /** A call running here: the source of its `jobSignal()`. */
 class RunningCall implements JobSignalSource {
   #controller: AbortController | null = null;
@@ -116,6 +131,9 @@ class Reporter {
   readonly #jobId: string;
   readonly #stream: string;
   readonly #describe: (index: number) => string;
+  /** Bytes of outcomes this job may still write (`maxOutcomeBytes`, less what its entries took). */
+  #budget: number;
+  readonly #maxBytes: number;
   #pending: Outcome[] = [];
   #scheduled = false;
   /** The last write, so the final one follows it. */
@@ -124,15 +142,14 @@ class Reporter {
   #writing = 0;
   /** Whether a write failed. */
   #failed = false;
-  /** Whether a bitmap of this job may exist (several calls, or a run after the first). */
-  readonly #bitmaps: boolean;
 
-  constructor(client: RedisLike, keys: QueueKeys, executorId: string, jobId: string, bitmaps: boolean, describe: (index: number) => string) {
+  constructor(client: RedisLike, keys: QueueKeys, executorId: string, jobId: string, maxBytes: number, describe: (index: number) => string) {
+    this.#budget = maxBytes;
+    this.#maxBytes = maxBytes;
     this.#client = client;
     this.#keys = keys;
     this.#jobId = jobId;
     this.#stream = keys.results(executorId);
-    this.#bitmaps = bitmaps;
     this.#describe = describe;
   }
 
@@ -146,15 +163,15 @@ class Reporter {
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
-      this.#enqueue(false);
+      this.#enqueue();
       // A write that fails here fails the final flush, which awaits it.
       this.#last.catch(() => undefined);
     });
   }
 
-  /** Send what waits; `final` also drops the job's bitmaps (its calls are all accounted for). */
-  async flush(final: boolean): Promise<void> {
-    this.#enqueue(final);
+  /** Send what waits. */
+  async flush(): Promise<void> {
+    this.#enqueue();
     await this.#last;
   }
 
@@ -163,10 +180,10 @@ class Reporter {
    * fails, and BullMQ runs its undelivered calls again); with none in flight and none failed,
    * its commands go out now, not a turn later.
    */
-  #enqueue(final: boolean): void {
+  #enqueue(): void {
     const idle = this.#writing === 0 && !this.#failed;
     this.#writing++;
-    this.#last = idle ? this.#write(final) : this.#last.then(() => this.#write(final));
+    this.#last = idle ? this.#write() : this.#last.then(() => this.#write());
     this.#last.then(
       () => {
         this.#writing--;
@@ -178,29 +195,34 @@ class Reporter {
     );
   }
 
-  async #write(final: boolean): Promise<void> {
+  async #write(): Promise<void> {
     const outcomes = this.#pending;
     this.#pending = [];
-    const done = this.#keys.done(this.#jobId);
-    const cancelled = this.#keys.cancelled(this.#jobId);
-    if (outcomes.length === 0) {
-      if (final && this.#bitmaps) await this.#client.call('DEL', done, cancelled);
-      return;
+    if (outcomes.length === 0) return;
+    let entry = encodeOutcomes(this.#jobId, outcomes, this.#describe);
+    if (entry.length > this.#budget) {
+      // Outcomes past the job's budget go as a short error each: a job of many calls that
+      // return (or throw) big values cannot fill Redis.
+      for (const outcome of outcomes) {
+        const failure = new RuntimeError(
+          `the outcome of ${this.#describe(outcome[0])} was not sent back: the outcomes of job ${this.#jobId} would take more than ${this.#maxBytes} bytes (the worker's maxOutcomeBytes)`,
+        );
+        outcome[1] = OUTCOME_ERROR;
+        outcome[2] = wireFailure(failure);
+      }
+      entry = encodeOutcomes(this.#jobId, outcomes, this.#describe);
     }
-    const entry = encodeOutcomes(this.#jobId, outcomes, this.#describe);
-    if (final && !this.#bitmaps) {
-      // A job of one call on its first run (the common lone call): no bitmap to drop, so two
-      // plain commands written back to back do what the script does, for less of Redis's time.
-      await appendOutcomes(this.#client, this.#stream, entry);
-      return;
-    }
+    this.#budget -= entry.length;
+    // Every outcome sets its call's bit, a lone call's too, and the bitmaps stay until BullMQ
+    // has the job completed (see JobRunner.jobCompleted): a job that lost its lock (Redis frozen
+    // past lockDuration) runs again, and must skip the calls whose outcomes went out.
     await report(
       this.#client,
       this.#stream,
-      done,
-      cancelled,
+      this.#keys.done(this.#jobId),
+      this.#keys.cancelled(this.#jobId),
       entry,
-      final,
+      false,
       outcomes.map((outcome) => outcome[0]),
     );
   }
@@ -227,6 +249,12 @@ export interface RunnerOptions {
   readonly root: string;
   /** The loop coroutine jobs run in. */
   readonly loop: EventLoop;
+  /** The most bytes a job's data may take: a larger job fails without being decoded. */
+  readonly maxJobBytes: number;
+  /** The most bytes of outcomes one job writes (see `Reporter`). */
+  readonly maxOutcomeBytes: number;
+  /** How often a job may lose its worker (BullMQ's maxStalledCount): a large job whose decoding killed more workers fails undecoded. */
+  readonly maxStalledCount: number;
 }
 
 /** Runs the calls of BullMQ jobs in this process. */
@@ -235,6 +263,9 @@ export class JobRunner {
   readonly #allow: ReadonlySet<string>;
   readonly #rootUrl: string;
   readonly #loop: EventLoop;
+  readonly #maxJobBytes: number;
+  readonly #maxOutcomeBytes: number;
+  readonly #maxStalledCount: number;
   #client: RedisLike | null = null;
 
   /** Functions resolved, by `exportName \0 module`; modules imported, by module. */
@@ -247,6 +278,8 @@ export class JobRunner {
   readonly #jobs = new Map<string, JobState>();
   /** Cancel requests for calls not running here, `jobId index`, oldest first. */
   readonly #recentCancels = new Set<string>();
+  /** Stop requests for calls not running here (yet), `jobId index`, oldest first. */
+  readonly #recentStops = new Set<string>();
   /** Jobs whose every call this process accounted for, so a 'failed' event need not report them. */
   readonly #reported = new Set<string>();
 
@@ -261,6 +294,9 @@ export class JobRunner {
     this.#allow = options.allow;
     this.#rootUrl = pathToFileURL(resolvePath(options.root) + '/').href;
     this.#loop = options.loop;
+    this.#maxJobBytes = options.maxJobBytes;
+    this.#maxOutcomeBytes = options.maxOutcomeBytes;
+    this.#maxStalledCount = options.maxStalledCount;
     this.#handedBack = new Promise((resolve) => {
       this.#handBack = () => resolve('handed-back');
     });
@@ -273,6 +309,14 @@ export class JobRunner {
 
   /** A cancel request arrived on the cancel channel: `<jobId> <index>`. */
   cancelRequested(message: string): void {
+    if (message.endsWith(' stop')) {
+      // A call its caller knows started: it runs (or runs on) with its jobSignal() aborted.
+      const key = message.slice(0, -5);
+      const running = this.#running.get(key);
+      if (running !== undefined) running.abort();
+      else remember(this.#recentStops, key);
+      return;
+    }
     const running = this.#running.get(message);
     if (running !== undefined) {
       running.abort();
@@ -281,11 +325,7 @@ export class JobRunner {
     const space = message.lastIndexOf(' ');
     const job = this.#jobs.get(message.slice(0, space));
     if (job !== undefined) job.skip.add(Number(message.slice(space + 1)));
-    this.#recentCancels.add(message);
-    if (this.#recentCancels.size > RECENT_CANCELS) {
-      const oldest = this.#recentCancels.values().next().value as string;
-      this.#recentCancels.delete(oldest);
-    }
+    remember(this.#recentCancels, message);
   }
 
   /** Start no more calls: jobs with calls left end as 'handed-back' once their running call ended. */
@@ -310,7 +350,20 @@ export class JobRunner {
     const jobId = String(job.id);
     let request: JobRequest;
     try {
-      request = decodeRequest(job.data);
+      const bytes = requestBytes(job.data);
+      if (bytes > this.#maxJobBytes) {
+        throw new RangeError(`job ${jobId} takes ${bytes} bytes, more than this worker's maxJobBytes (${this.#maxJobBytes}): it was not decoded`);
+      }
+      if (bytes > GUARDED_DECODE_BYTES) {
+        // Counted in Redis before decoding: a worker that dies decoding leaves the count behind.
+        const decodes = this.#keys.decodes(jobId);
+        const [begun] = (await Promise.all([client.call('INCR', decodes), client.call('EXPIRE', decodes, KEY_TTL_SECONDS)])) as [number, unknown];
+        if (begun - 1 > this.#maxStalledCount) throw new RuntimeError(this.#poisonMessage(jobId, begun - 1, bytes));
+        request = decodeRequest(job.data);
+        client.call('DEL', decodes).catch(() => undefined);
+      } else {
+        request = decodeRequest(job.data);
+      }
     } catch (error) {
       await this.#reportJobError(job.name, jobId, error);
       return 'done';
@@ -320,7 +373,16 @@ export class JobRunner {
     const bitmaps = count > 1 || rerun;
     let done: Buffer | null = null;
     let cancelled: Buffer | null = null;
+    // The start notice goes before the job first waits: a lone call that ends at once needs none
+    // (its outcome says more), the others must not be cancelled by their caller any more.
+    let noticed = false;
+    const notice = (): void => {
+      if (noticed) return;
+      noticed = true;
+      this.#notice(job.name, jobId);
+    };
     if (bitmaps) {
+      notice();
       [done, cancelled] = (await Promise.all([
         client.callBuffer('GET', this.#keys.done(jobId)),
         client.callBuffer('GET', this.#keys.cancelled(jobId)),
@@ -328,7 +390,7 @@ export class JobRunner {
     }
     const final = job.attemptsMade + 1 >= Math.max(1, job.opts.attempts ?? 1);
     const describe = (index: number): string => this.#describe(request, index);
-    const reporter = new Reporter(client, this.#keys, job.name, jobId, bitmaps, describe);
+    const reporter = new Reporter(client, this.#keys, job.name, jobId, this.#maxOutcomeBytes, describe);
     const state: JobState = { skip: new Set() };
     this.#jobs.set(jobId, state);
     let failed = 0;
@@ -339,6 +401,7 @@ export class JobRunner {
       for (let i = 0; i < count; i++) {
         if (bitSet(done, i) || bitSet(cancelled, i)) continue;
         if (performance.now() > sliceEnd) {
+          notice();
           await new Promise((resolve) => setImmediate(resolve));
           sliceEnd = performance.now() + SLICE_MS;
         }
@@ -350,6 +413,7 @@ export class JobRunner {
         }
         let outcome = this.#run(request, i, key);
         if (!Array.isArray(outcome)) {
+          notice();
           const ended = await Promise.race([outcome, this.#handedBack]);
           if (ended === 'handed-back') {
             handedBack = true;
@@ -365,17 +429,27 @@ export class JobRunner {
       this.#jobs.delete(jobId);
     }
     if (handedBack || left > 0) {
-      await reporter.flush(false);
+      await reporter.flush();
       return 'handed-back';
     }
     if (failed > 0) {
-      await reporter.flush(false);
+      await reporter.flush();
       throw new RuntimeError(`${failed} of the ${count} calls of job ${jobId} failed; BullMQ runs them again (attempt ${job.attemptsMade + 2})`);
     }
     this.#reported.add(jobId);
     if (this.#reported.size > RECENT_CANCELS) this.#reported.delete(this.#reported.values().next().value as string);
-    await reporter.flush(true);
+    await reporter.flush();
     return 'done';
+  }
+
+  /**
+   * BullMQ has `job` completed: its bitmaps go (kept until now so that a run of it after a lost
+   * lock skips the calls whose outcomes went out).
+   */
+  jobCompleted(job: JobLike | undefined): void {
+    if (job === undefined) return;
+    const jobId = String(job.id);
+    (this.#client as RedisLike).call('DEL', this.#keys.done(jobId), this.#keys.cancelled(jobId)).catch(() => undefined);
   }
 
   /**
@@ -383,10 +457,38 @@ export class JobRunner {
    * ran out of attempts): its caller's calls fail with `error`.
    */
   jobFailed(job: JobLike | undefined, error: Error, final: boolean): void {
-    if (job === undefined || !final || this.#reported.has(String(job.id))) return;
-    const failure = new RuntimeError(`BullMQ failed job ${String(job.id)}: ${error.message}`, { cause: error });
-    this.#reportJobError(job.name, String(job.id), failure).catch((reason: unknown) =>
-      logger.error(`serveBullMQ: cannot report the failure of job ${String(job.id)}`, reason),
+    if (job === undefined || !final) return;
+    const jobId = String(job.id);
+    if (this.#reported.has(jobId)) {
+      this.jobCompleted(job);
+      return;
+    }
+    const tell = async (): Promise<void> => {
+      let message = `BullMQ failed job ${jobId}: ${error.message}`;
+      const bytes = requestBytes(job.data);
+      if (bytes > GUARDED_DECODE_BYTES) {
+        // Its workers died: say so when it was while decoding it.
+        const died = Number(await (this.#client as RedisLike).call('GET', this.#keys.decodes(jobId)));
+        if (died > 0) message = `${message}; ${this.#poisonMessage(jobId, died, bytes)}`;
+      }
+      await this.#reportJobError(job.name, jobId, new RuntimeError(message, { cause: error }));
+    };
+    tell().catch((reason: unknown) => logger.error(`serveBullMQ: cannot report the failure of job ${jobId}`, reason));
+  }
+
+  /** Tell executor `executorId` that job `jobId` started here (a stream entry `s: jobId`); a notice lost is a cancel() that returns true for a call that runs. */
+  #notice(executorId: string, jobId: string): void {
+    const client = this.#client as RedisLike;
+    const stream = this.#keys.results(executorId);
+    client.call('XADD', stream, '*', 's', jobId).catch(() => undefined);
+    client.call('EXPIRE', stream, KEY_TTL_SECONDS).catch(() => undefined);
+  }
+
+  /** Why a large job is not decoded again: `died` workers died decoding it. */
+  #poisonMessage(jobId: string, died: number, bytes: number): string {
+    return (
+      `job ${jobId} (${bytes} bytes) was not decoded again: ${died} worker(s) died while decoding it (out of memory?), ` +
+      `more than maxStalledCount (${this.#maxStalledCount}) allows`
     );
   }
 
@@ -395,6 +497,7 @@ export class JobRunner {
     const outcome: Outcome = [-1, OUTCOME_JOB_ERROR, wireFailure(error), 0];
     const entry = encodeOutcomes(jobId, [outcome], () => `job ${jobId}`);
     await report(client, this.#keys.results(executorId), this.#keys.done(jobId), this.#keys.cancelled(jobId), entry, true, []);
+    client.call('DEL', this.#keys.decodes(jobId)).catch(() => undefined);
   }
 
   #describe(request: JobRequest, index: number): string {
@@ -473,20 +576,26 @@ export class JobRunner {
     const raw = request.args[index];
     const args = Array.isArray(raw) ? raw : [];
     const call = new RunningCall();
+    if (this.#recentStops.delete(key)) call.abort();
     this.#running.set(key, call);
     const started = performance.now();
     let result: unknown;
+    let context: Context | null = null;
     try {
       for (let i = 0; i < args.length; i++) {
         const arg: unknown = args[i];
         if (typeof arg === 'object' && arg !== null) args[i] = fromWire(arg);
       }
-      result = _runAsJob(call, () => fn(...args));
+      const carried = request.contexts?.[index];
+      // The caller's values: a function sees them until it first awaits (other jobs' calls
+      // run meanwhile), a coroutine for the whole of its Task.
+      if (carried !== null && carried !== undefined && isCarriedContext(carried)) context = contextFor(carried);
+      result = context === null ? _runAsJob(call, () => fn(...args)) : context.run(() => _runAsJob(call, () => fn(...args)));
     } catch (error) {
       this.#running.delete(key);
       return [index, OUTCOME_ERROR, wireFailure(error), performance.now() - started];
     }
-    if (isCoroutine(result)) result = this.#runTask(result, call);
+    if (isCoroutine(result)) result = this.#runTask(result, call, context);
     else if (!_isThenable(result)) {
       this.#running.delete(key);
       return this.#valueOutcome(index, result, performance.now() - started, exportName, spec);
@@ -511,12 +620,13 @@ export class JobRunner {
     }
   }
 
-  /** Run a coroutine job as a Task of the worker's loop, in a context where `jobSignal()` finds `call`. */
-  #runTask(coro: Coroutine<unknown>, call: RunningCall): Promise<unknown> {
+  /** Run a coroutine job as a Task of the worker's loop, in a context (a copy of `carried`, the caller's values, when given) where `jobSignal()` finds `call`. */
+  #runTask(coro: Coroutine<unknown>, call: RunningCall, carried: Context | null): Promise<unknown> {
     const loop = this.#loop;
     return new Promise((resolve, reject) => {
       loop.callSoonThreadsafe(() => {
-        const task = loop.createTask(coro, { context: _jobContext(call) });
+        const context = carried === null ? _jobContext(call) : carried.run(() => _jobContext(call));
+        const task = loop.createTask(coro, { context });
         task.addDoneCallback((ended) => {
           if (ended.cancelled()) {
             reject(new CancelledError('the job\'s task was cancelled'));

@@ -18,16 +18,21 @@
  * `[jobId, index, kind, payload, ms, index, kind, payload, ms, ...]` — the outcomes of one job's
  * calls that ended in the same turn of the worker's event loop — or, when JSON carries that array
  * exactly, its JSON text (v8's output starts with byte 0xFF, JSON's with `[`). The same script that appends an
- * entry sets the calls' bits in the job's "done" bitmap, so a job run again (its worker died, or
- * BullMQ retries it) skips the calls whose outcomes were delivered. The caller cancels a call by
- * setting its bit in the job's "cancel" bitmap and publishing it on the queue's cancel channel,
- * which every worker process subscribes to.
+ * entry sets the calls' bits in the job's "done" bitmap (a lone call's too), kept until BullMQ has
+ * the job completed, so a job run again (its worker died, it lost its lock, or BullMQ retries it)
+ * skips the calls whose outcomes were delivered. A worker also writes an entry `s: jobId` when
+ * it starts a job that will wait: its start notice, after which the caller's `cancel()` of the
+ * job's calls returns false. The caller cancels a call not started by setting its bit in the
+ * job's "cancel" bitmap and publishing `<jobId> <index>` on the queue's cancel channel, which
+ * every worker process subscribes to; a call started, by publishing `<jobId> <index> stop` (it
+ * runs on with its `jobSignal()` aborted, and its outcome is delivered).
  */
 import { createHash } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { decodeError, encodeError, type EncodedError } from './errors.js';
 import { repr } from './format.js';
+import type { CarriedContext } from './travel.js';
 import { describeUncloneable, findUncloneable } from './uncloneable.js';
 import { fromWire, toWire } from './wire.js';
 
@@ -37,6 +42,13 @@ export const DEFAULT_QUEUE = 'multiloop';
 export const DEFAULT_PREFIX = 'bull';
 /** Seconds the outcome stream and the bitmaps of a job live after their last write (an executor or job that vanished). */
 export const KEY_TTL_SECONDS = 24 * 60 * 60;
+
+/** The most bytes a job's data takes in Redis when no `maxJobBytes` says otherwise: 16 MiB. */
+export const DEFAULT_MAX_JOB_BYTES = 16 * 1024 * 1024;
+/** The most bytes of outcomes one job writes to its executor's stream when no `maxOutcomeBytes` says otherwise: 16 MiB. */
+export const DEFAULT_MAX_OUTCOME_BYTES = 16 * 1024 * 1024;
+/** The largest outcome entry an executor reads (and the largest `maxOutcomeBytes` a worker takes): 64 MiB. */
+export const MAX_OUTCOME_BYTES = 64 * 1024 * 1024;
 
 /** A call returned: its payload is the value. */
 export const OUTCOME_VALUE = 0;
@@ -87,7 +99,9 @@ export function resolveConnection(connection: unknown, caller: string): Resolved
     try {
       url = new URL(connection);
     } catch {
-      throw new TypeError(`${caller}: options.connection must be a redis:// or rediss:// URL or an object of host and port, got ${repr(connection)}`);
+      // Said without what may be credentials: messages end up in logs.
+      const shown = connection.replace(/\/\/[^/]*@/, '//***@');
+      throw new TypeError(`${caller}: options.connection must be a redis:// or rediss:// URL or an object of host and port, got ${repr(shown)}`);
     }
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
       throw new TypeError(`${caller}: options.connection must be a redis:// or rediss:// URL, got the ${url.protocol} URL ${repr(url.host)}`);
@@ -150,6 +164,11 @@ export class QueueKeys {
     return `${this.base}${jobId}:ml-cancel`;
   }
 
+  /** How many takes of a large job began decoding it and never finished (the worker died). */
+  decodes(jobId: string): string {
+    return `${this.base}${jobId}:ml-decodes`;
+  }
+
   /** BullMQ's hash of a job. */
   job(jobId: string): string {
     return `${this.base}${jobId}`;
@@ -181,7 +200,7 @@ return 1
 const REPORT_SHA = createHash('sha1').update(REPORT_LUA).digest('hex');
 
 /**
- * The commands of an ioredis client this code uses (BullMQ's `queue.client` and its duplicates):
+ * The commands of an ioredis client this code uses (the client of BullMQ's Redis backend, `getBackend().client`, and its duplicates):
  * raw commands, so nothing depends on ioredis's typings or BullMQ's wrapper of them.
  */
 export interface RedisLike {
@@ -227,20 +246,6 @@ export async function report(
   }
 }
 
-/**
- * Append one entry to the outcome stream and renew its time to live: what `report` does for a
- * job without bitmaps, as two commands written back to back instead of a script.
- *
- * @example
- * ```ts
- * await appendOutcomes(client, keys.results(executorId), entry);
- * ```
- */
-export async function appendOutcomes(client: RedisLike, stream: string, entry: Uint8Array): Promise<void> {
-  const payload = Buffer.from(entry.buffer, entry.byteOffset, entry.byteLength);
-  await Promise.all([client.call('XADD', stream, '*', 'd', payload), client.call('EXPIRE', stream, KEY_TTL_SECONDS)]);
-}
-
 /** What one BullMQ job's `data.c` decodes to. */
 export interface JobRequest {
   /** The job's distinct functions, flattened: module, export name, module, ... */
@@ -249,6 +254,8 @@ export interface JobRequest {
   readonly at: number[];
   /** Per call, its arguments as `wireArgs` prepared them (decode each with `fromWire` once the call's module is imported). */
   readonly args: unknown[][];
+  /** Per call, the caller's values of registered context variables (internal/travel.ts) or null; absent when no call carries any. */
+  readonly contexts?: ReadonlyArray<CarriedContext | null>;
 }
 
 /**
@@ -362,8 +369,17 @@ export type JobData = { readonly c: string } | { readonly j: readonly [string[],
 
 /** The `data` of a BullMQ job carrying `request`; throws what `node:v8` throws for a value it cannot serialize. */
 export function encodeRequest(request: JobRequest): JobData {
-  if (jsonExact(request.args)) return { j: [request.fns, request.at, request.args] };
+  if (request.contexts === undefined && jsonExact(request.args)) return { j: [request.fns, request.at, request.args] };
   return { c: serialize(request).toString('base64') };
+}
+
+/**
+ * The bytes of a job's encoded request, as far as they can be told without decoding it: the
+ * length of a v8-serialized request's base64, 0 for a request in JSON (BullMQ parsed it already).
+ */
+export function requestBytes(data: unknown): number {
+  const encoded = (data as { c?: unknown } | null)?.c;
+  return typeof encoded === 'string' ? encoded.length : 0;
 }
 
 /**

@@ -49,6 +49,10 @@ export interface RedisServer {
   start(): Promise<void>;
   /** Kill it (SIGKILL: an outage, not a shutdown) and wait until it is gone. */
   kill(): Promise<void>;
+  /** Freeze it (SIGSTOP): connections stay open, nothing is answered, time runs on (keys expire). */
+  freeze(): void;
+  /** Let it run again (SIGCONT). */
+  thaw(): void;
 }
 
 /**
@@ -84,6 +88,12 @@ export async function startRedis(): Promise<RedisServer> {
       running.kill('SIGKILL');
       await exited;
     },
+    freeze() {
+      child?.kill('SIGSTOP');
+    },
+    thaw() {
+      child?.kill('SIGCONT');
+    },
   };
   await server.start();
   return server;
@@ -100,16 +110,18 @@ export interface WorkerProcess {
 }
 
 /**
- * Start `node dist/bin/multiloop.js worker --redis <url> <args>` in the repository's root and
- * wait until it serves; it is SIGKILLed after 60 s at the latest.
+ * Start `node dist/bin/multiloop.js worker --redis <url> <args>` (without `--redis` when `url`
+ * is null: `args` or `env` say where Redis is) in the repository's root and wait until it
+ * serves; it is SIGKILLed after 60 s at the latest.
  *
  * @example
  * ```ts
  * const worker = await startWorker(redis.url, ['--queue', 'q1', '--allow', './test/fixtures/bullmq-jobs.mjs']);
  * ```
  */
-export async function startWorker(url: string, args: readonly string[], env?: Record<string, string>): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [WORKER_ENTRY, 'worker', '--redis', url, ...args], {
+export async function startWorker(url: string | null, args: readonly string[], env?: Record<string, string>): Promise<WorkerProcess> {
+  const connection = url === null ? [] : ['--redis', url];
+  const child = spawn(process.execPath, [WORKER_ENTRY, 'worker', ...connection, ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
