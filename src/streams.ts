@@ -20,7 +20,7 @@ import { _getEventLoop, _getRunningLoop } from './internal/running.js';
 import { Protocol } from './protocols.js';
 import type { SslContext, StartTlsOptions } from './start-tls.js';
 import { sleep } from './tasks.js';
-import { Transport, type SocketAddress } from './transports.js';
+import type { SocketAddress, Transport } from './transports.js';
 import type { Server as NetServer, Socket } from 'node:net';
 import type * as tls from 'node:tls';
 
@@ -76,8 +76,9 @@ export type ClientConnectedCallback = (reader: StreamReader, writer: StreamWrite
 
 /** The other end of a stream's transport, as ps() names it: `127.0.0.1:8080`, a socket path, or `a stream`. */
 function peerOf(transport: unknown): string {
-  if (transport instanceof Transport) {
-    const peer = transport.getExtraInfo('peername');
+  // Read through the method, not instanceof: streams.js must not need transports.js loaded (an import cycle).
+  if (typeof (transport as Partial<Transport> | null)?.getExtraInfo === 'function') {
+    const peer = (transport as Transport).getExtraInfo('peername');
     if (typeof peer === 'string' && peer !== '') return peer;
     if (Array.isArray(peer)) return peer[0].includes(':') ? `[${peer[0]}]:${peer[1]}` : `${peer[0]}:${peer[1]}`;
   }

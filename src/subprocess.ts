@@ -18,17 +18,13 @@ import type { Future } from './futures.js';
 import { INSPECT, repr } from './internal/format.js';
 import { WaitNote } from './internal/introspect.js';
 import { eventFuture } from './internal/node-events.js';
+import { DEVNULL, PIPE, STDOUT } from './internal/pipes/stdio.js';
 import { Protocol } from './protocols.js';
 import { StreamReader, StreamWriter, _StreamReaderProtocol, _checkLimit, _runningLoop, type ReadingControl } from './streams.js';
 import { gather } from './tasks.js';
 import { Transport, _trackOpen, _untrackOpen, type LoopResource } from './transports.js';
 
-/** A `stdin`/`stdout`/`stderr` option: create a pipe (asyncio.subprocess.PIPE). */
-export const PIPE = -1;
-/** A `stderr` option: send it to the same place as stdout (asyncio.subprocess.STDOUT). */
-export const STDOUT = -2;
-/** A `stdin`/`stdout`/`stderr` option: the null device (asyncio.subprocess.DEVNULL). */
-export const DEVNULL = -3;
+export { DEVNULL, PIPE, STDOUT };
 
 /** Options of `createSubprocessExec` / `createSubprocessShell`; a stream left out or null is inherited. */
 export interface SubprocessOptions {

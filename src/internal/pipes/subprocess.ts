@@ -16,7 +16,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { EventLoop } from '../../base-events.js';
 import type { Coroutine } from '../../coroutines.js';
 import type { SubprocessProtocol } from '../../protocols.js';
-import { DEVNULL, PIPE, STDOUT } from '../../subprocess.js';
+import { DEVNULL, PIPE, STDOUT } from './stdio.js';
 import { _trackOpen, _untrackOpen, type LoopResource } from '../../transports.js';
 import { INSPECT, repr } from '../format.js';
 import { eventFuture } from '../node-events.js';
