@@ -13,6 +13,7 @@ import { BullMQExecutor, serveBullMQ } from '../src/bullmq.js';
 import type { ConcurrentFuture } from '../src/concurrent.js';
 import type { Coroutine } from '../src/coroutines.js';
 import { newEventLoop } from '../src/events.js';
+import { ps } from '../src/ps.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
 import { decodeOutcomes, decodeRequest, encodeOutcomes, encodeRequest, jsonExact, type JobRequest } from '../src/internal/bullmq-wire.js';
@@ -332,6 +333,36 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
         expect(running.cancelled()).toBe(false);
         expect(readFileSync(join(markers.dir, 'aborted'), 'utf8')).toBe('CancelledError: the caller cancelled the job');
       } finally {
+        markers.remove();
+      }
+    });
+
+    it('says in ps() what a task awaiting a BullMQ call waits for: the function, Redis, the job, running', async () => {
+      const made = executor();
+      const markers = markerDir();
+      const loop = newEventLoop();
+      try {
+        function* main(): Coroutine<string | null | undefined> {
+          const future = loop.runInExecutor(made, workerFn<[string, number], boolean>(JOBS, 'sleepUntilAborted'), markers.dir, 30);
+          const waiting = loop.createTask(
+            (function* offloading(): Coroutine<unknown> {
+              return yield* future;
+            })(),
+            { name: 'offloading' },
+          );
+          while (!existsSync(join(markers.dir, 'started'))) yield* sleep(0.02);
+          yield* sleep(0.2);
+          const rows = yield* ps();
+          future.cancel();
+          yield* sleep(0);
+          waiting.cancel();
+          return rows.find((row) => row.name === 'offloading')?.awaiting;
+        }
+        expect(await loop.runUntilComplete(main())).toMatch(
+          /^BullMQ call sleepUntilAborted of \.\/test\/fixtures\/bullmq-jobs\.mjs on Redis at 127\.0\.0\.1:\d+, job \S+, running$/,
+        );
+      } finally {
+        loop.close();
         markers.remove();
       }
     });

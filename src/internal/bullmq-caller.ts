@@ -156,6 +156,13 @@ class CallFuture extends ConcurrentFuture<unknown> {
   cancelFuture(): boolean {
     return super.cancel();
   }
+
+  /** @internal What ps() says a task awaiting it waits for. */
+  override _describeWork(): string {
+    const job = this.job;
+    const state = job === null ? 'not sent yet' : `job ${job.id}, ${this.running() ? 'running' : 'queued'}`;
+    return `BullMQ call ${describeWorkerFn(this.fn)} on Redis at ${this.engine.where}, ${state}`;
+  }
 }
 
 /** The engine behind `BullMQExecutor`. */
@@ -164,6 +171,10 @@ export class CallerEngine {
   readonly id = randomBytes(6).toString('hex');
   readonly #keys: QueueKeys;
   readonly #where: string;
+  /** `host:port` of Redis, for messages. */
+  get where(): string {
+    return this.#where;
+  }
   readonly #unreachableMs: number;
   readonly #maxJobBytes: number;
 
