@@ -63,7 +63,7 @@ function* startRedis(port: number): Coroutine<Process> {
 function* startWorker(url: string): Coroutine<Process> {
   const worker = yield* createSubprocessExec(
     process.execPath,
-    [WORKER, 'worker', '--redis', url, '--root', ROOT, '--allow', './jobs/score.js', '--lock-duration', '2000', '--stalled-interval', '500'],
+    [WORKER, 'worker', '--connection', url, '--root', ROOT, '--allow', './jobs/score.js', '--lock-duration', '2000', '--stalled-interval', '500'],
     { stdout: PIPE },
   );
   yield* (worker.stdout as NonNullable<Process['stdout']>).readline();
