@@ -33,7 +33,21 @@ import { BufferedProtocol, _feedBuffered, type DatagramProtocol, type Protocol }
 export type SocketAddress = [host: string, port: number] | string;
 
 /** asyncio's default high-water mark of a transport's write buffer. */
-const DEFAULT_HIGH = 64 * 1024;
+export const _DEFAULT_HIGH = 64 * 1024;
+const DEFAULT_HIGH = _DEFAULT_HIGH;
+
+/**
+ * @internal A write buffer's [high, low] marks from set_write_buffer_limits' arguments: high
+ * defaults to 64 KiB (or 4 × low), low to a quarter of high; asyncio's ValueError otherwise.
+ */
+export function _writeBufferLimits(high: number | null | undefined, low: number | null | undefined): [high: number, low: number] {
+  let h = high ?? null;
+  let l = low ?? null;
+  if (h === null) h = l === null ? DEFAULT_HIGH : 4 * l;
+  if (l === null) l = Math.floor(h / 4);
+  if (!(h >= l && l >= 0)) throw new RangeError(`high (${h}) must be >= low (${l}) must be >= 0`);
+  return [h, l];
+}
 /** How many writes to a lost connection pass silently before each one is logged (asyncio's LOG_THRESHOLD_FOR_CONNLOST_WRITES). */
 const LOG_THRESHOLD_FOR_CONNLOST_WRITES = 5;
 const EMPTY = Buffer.alloc(0);
@@ -494,13 +508,7 @@ export class Transport implements LoopResource {
    * `resumeWriting`; default high 64 KiB, low a quarter of high (set_write_buffer_limits).
    */
   setWriteBufferLimits(high?: number | null, low?: number | null): void {
-    let h = high ?? null;
-    let l = low ?? null;
-    if (h === null) h = l === null ? DEFAULT_HIGH : 4 * l;
-    if (l === null) l = Math.floor(h / 4);
-    if (!(h >= l && l >= 0)) throw new RangeError(`high (${h}) must be >= low (${l}) must be >= 0`);
-    this.#high = h;
-    this.#low = l;
+    [this.#high, this.#low] = _writeBufferLimits(high, low);
     this.#maybePauseProtocol();
   }
 

@@ -14,12 +14,11 @@ import type { Writable } from 'node:stream';
 import type { EventLoop } from '../../base-events.js';
 import { RuntimeError, _isEscaping } from '../../exceptions.js';
 import { logger } from '../../log.js';
-import { _trackOpen, _untrackOpen, type LoopResource } from '../../transports.js';
+import { _DEFAULT_HIGH, _trackOpen, _untrackOpen, _writeBufferLimits, type LoopResource } from '../../transports.js';
 import { INSPECT, typeName } from '../format.js';
 import { _isOsError } from './read-pipe.js';
 
 /** asyncio's default high-water mark of a write buffer. */
-const DEFAULT_HIGH = 64 * 1024;
 /** How many writes to a lost pipe pass silently before each one is logged (asyncio's LOG_THRESHOLD_FOR_CONNLOST_WRITES). */
 const LOG_THRESHOLD_FOR_CONNLOST_WRITES = 5;
 const EMPTY = Buffer.alloc(0);
@@ -64,8 +63,8 @@ export class WritePipeTransport implements LoopResource {
   #closing = false;
   #lostScheduled = false;
   #connLost = 0;
-  #high = DEFAULT_HIGH;
-  #low = DEFAULT_HIGH / 4;
+  #high = _DEFAULT_HIGH;
+  #low = _DEFAULT_HIGH / 4;
   #protocolPaused = false;
   #watchingFlush = false;
 
@@ -216,14 +215,8 @@ export class WritePipeTransport implements LoopResource {
    * `resumeWriting`; default high 64 KiB, low a quarter of high (set_write_buffer_limits).
    */
   setWriteBufferLimits(high?: number | null, low?: number | null): void {
-    let h = high ?? null;
-    let l = low ?? null;
-    if (h === null) h = l === null ? DEFAULT_HIGH : 4 * l;
-    if (l === null) l = Math.floor(h / 4);
-    if (!(h >= l && l >= 0)) throw new RangeError(`high (${h}) must be >= low (${l}) must be >= 0`);
-    this.#high = h;
-    this.#low = l;
-    if (!this.#protocolPaused && this.getWriteBufferSize() > h) this.#pauseProtocol();
+    [this.#high, this.#low] = _writeBufferLimits(high, low);
+    if (!this.#protocolPaused && this.getWriteBufferSize() > this.#high) this.#pauseProtocol();
   }
 
   #pauseProtocol(): void {
