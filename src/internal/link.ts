@@ -290,6 +290,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   /** Operations posted (replays aside), modulo 2^32: with the peer's slot 1 of `#peerRead`, those in flight. */
   #opsPosted = 0;
   readonly #maxOps: number;
+  /** The peer's count of operations taken, as last read (it only grows). */
+  #takenSeen = 0;
   /** Whether this side waits for room (#makeRoom): what arrives meanwhile waits for the loop whole, replies too. */
   #holding = false;
   /** The peer's count of operations taken when it last took none for `stallMs` (-1: not stalled). */
@@ -443,8 +445,12 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
    * side until it takes again: its death is then learned as usual, when the loop turns.
    */
   #makeRoom(): void {
+    // The peer's count is read only once the last one read says the bound is reached: reading it
+    // at every message would pull its cache line from the peer's core each time (a round trip
+    // cost 7% more).
+    if (((this.#opsPosted - this.#takenSeen) | 0) < this.#maxOps) return;
     const read = this.#peerRead;
-    let taken = Atomics.load(read, 1);
+    let taken = (this.#takenSeen = Atomics.load(read, 1));
     if (((this.#opsPosted - taken) | 0) < this.#maxOps || taken === this.#stalledAt) return;
     this.#stalledAt = -1;
     const low = this.#maxOps - (this.#maxOps >> 2);
@@ -456,7 +462,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
         Atomics.store(read, 2, 1);
         this.#takeInbox();
         if (this.#death !== null || this.#inClosed) return;
-        const now = Atomics.load(read, 1);
+        const now = (this.#takenSeen = Atomics.load(read, 1));
         if (((this.#opsPosted - now) | 0) <= low) return;
         if (now !== taken) {
           taken = now;
