@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Protocol, getRunningLoop, logger, newEventLoop, run, sleep, type ReadPipeTransport, type WritePipeTransport } from '../src/index.js';
-import { until, noteCall } from './helpers/io.js';
+import { codeOf, noteCall, settledHandles, until } from './helpers/io.js';
 import { startFixture } from './helpers/child-process.js';
 import { restoreLogger } from './helpers/logger.js';
 
@@ -27,27 +27,6 @@ function fifo(): [read: number, write: number] {
   const read = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   const write = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
   return [read, write];
-}
-
-/** How many libuv pipe and process handles are open in this process. */
-function openHandles(): number {
-  return process.getActiveResourcesInfo().filter((name) => name === 'PipeWrap' || name === 'ProcessWrap' || name === 'TTYWrap').length;
-}
-
-/** The number of open handles once it stopped changing (the last test's children and pipes gone). */
-async function settledHandles(): Promise<number> {
-  let last = openHandles();
-  for (let stable = 0, i = 0; stable < 5 && i < 200; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    const now = openHandles();
-    stable = now === last ? stable + 1 : 0;
-    last = now;
-  }
-  return last;
-}
-
-function codeOf(exc: Error | null): string {
-  return exc === null ? 'null' : ((exc as Error & { code?: string }).code ?? exc.message);
 }
 
 /** Records every call, and marks one made outside a loop iteration. */

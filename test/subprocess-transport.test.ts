@@ -14,32 +14,11 @@ import {
   sleep,
   type SubprocessTransport,
 } from '../src/index.js';
-import { noteCall, until } from './helpers/io.js';
+import { codeOf, noteCall, settledHandles, until } from './helpers/io.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 const NODE = process.execPath;
-
-/** How many libuv pipe and process handles are open in this process. */
-function openHandles(): number {
-  return process.getActiveResourcesInfo().filter((name) => name === 'PipeWrap' || name === 'ProcessWrap').length;
-}
-
-/** The number of open handles once it stopped changing (the last test's children and pipes gone). */
-async function settledHandles(): Promise<number> {
-  let last = openHandles();
-  for (let stable = 0, i = 0; stable < 5 && i < 200; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    const now = openHandles();
-    stable = now === last ? stable + 1 : 0;
-    last = now;
-  }
-  return last;
-}
-
-function codeOf(exc: Error | null): string {
-  return exc === null ? 'null' : ((exc as Error & { code?: string }).code ?? exc.message);
-}
 
 /** Records every call (data joined per fd), and marks one made outside a loop iteration. */
 class Recorder extends SubprocessProtocol {

@@ -86,3 +86,25 @@ export function noteCall(calls: string[], call: string): void {
   if (!getRunningLoop()._inDrive()) calls.push('OUTSIDE AN ITERATION');
   calls.push(call);
 }
+
+/** How many libuv pipe, process and terminal handles are open in this process. */
+function openHandles(): number {
+  return process.getActiveResourcesInfo().filter((name) => name === 'PipeWrap' || name === 'ProcessWrap' || name === 'TTYWrap').length;
+}
+
+/** The number of open pipe, process and terminal handles once it stopped changing (the last test's children and pipes gone). */
+export async function settledHandles(): Promise<number> {
+  let last = openHandles();
+  for (let stable = 0, i = 0; stable < 5 && i < 200; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const now = openHandles();
+    stable = now === last ? stable + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
+/** An error's `code` (its message when it has none), or 'null'. */
+export function codeOf(exc: Error | null): string {
+  return exc === null ? 'null' : ((exc as Error & { code?: string }).code ?? exc.message);
+}
