@@ -12,7 +12,7 @@ import { BullMQExecutor } from '../src/bullmq.js';
 import type { ConcurrentFuture } from '../src/concurrent.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { workerFn } from '../src/worker-fn.js';
-import { jobsInRedis, killWorker, markerDir, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { jobsInRedis, killWorker, markerDir, resultOf, runs, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
@@ -21,23 +21,6 @@ const step = workerFn<[string, number, number], string>(JOBS, 'step');
 const work = workerFn<[string, string, number], string>(JOBS, 'work');
 
 const hasRedis = needProgram('redis-server', 'apt-get install redis-server', 'the distributed (BullMQ) fault tests');
-
-function resultOf<T>(future: ConcurrentFuture<T>): Promise<T> {
-  return new Promise((resolve, reject) =>
-    future.addDoneCallback((done) => {
-      if (done.cancelled()) reject(new Error('cancelled'));
-      const error = done.exception();
-      if (error === null) resolve(done.result());
-      else reject(error);
-    }),
-  );
-}
-
-/** The lines of `dir/runs`: the indexes of the step() calls that ran, in order. */
-function runs(dir: string): string[] {
-  const file = join(dir, 'runs');
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [];
-}
 
 describe.runIf(hasRedis)('BullMQ faults', () => {
   let redis: RedisServer;

@@ -6,10 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BullMQExecutor } from '../src/bullmq.js';
-import type { ConcurrentFuture } from '../src/concurrent.js';
 import { ContextVar, copyContext, registerContextVar } from '../src/contextvars.js';
 import { workerFn } from '../src/worker-fn.js';
-import { killWorker, startRedis, startWorker, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { killWorker, resultOf, startRedis, startWorker, type RedisServer, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
@@ -24,17 +23,6 @@ const requestId = registerContextVar(new ContextVar<string>('requestId'));
 const user = registerContextVar(new ContextVar<unknown>('user'));
 
 const hasRedis = needProgram('redis-server', 'apt-get install redis-server', 'the BullMQ travel tests');
-
-function resultOf<T>(future: ConcurrentFuture<T>): Promise<T> {
-  return new Promise((resolve, reject) =>
-    future.addDoneCallback((done) => {
-      if (done.cancelled()) reject(new Error('cancelled'));
-      const error = done.exception();
-      if (error === null) resolve(done.result());
-      else reject(error);
-    }),
-  );
-}
 
 describe.runIf(hasRedis)('BullMQ jobs carry context variables and Buffers', () => {
   let redis: RedisServer;

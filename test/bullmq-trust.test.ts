@@ -9,13 +9,12 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ExceptionContext } from '../src/base-events.js';
 import { BullMQExecutor } from '../src/bullmq.js';
-import type { ConcurrentFuture } from '../src/concurrent.js';
 import type { Coroutine } from '../src/coroutines.js';
 import { newEventLoop } from '../src/events.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
 import { workerFn } from '../src/worker-fn.js';
-import { ROOT, jobsInRedis, killWorker, markerDir, redisCli, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { ROOT, jobsInRedis, killWorker, markerDir, redisCli, resultOf, runs, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
@@ -25,23 +24,6 @@ const echo = workerFn<[unknown], unknown>(JOBS, 'echo');
 const tally = workerFn<[string, number], number>(JOBS, 'tally');
 
 const hasRedis = needProgram('redis-server', 'apt-get install redis-server', 'the distributed (BullMQ) trust tests');
-
-function resultOf<T>(future: ConcurrentFuture<T>): Promise<T> {
-  return new Promise((resolve, reject) =>
-    future.addDoneCallback((done) => {
-      if (done.cancelled()) reject(new Error('cancelled'));
-      const error = done.exception();
-      if (error === null) resolve(done.result());
-      else reject(error);
-    }),
-  );
-}
-
-/** The pids `dir/runs` lists, one a run. */
-function runs(dir: string): string[] {
-  const file = join(dir, 'runs');
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [];
-}
 
 describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
   let redis: RedisServer;

@@ -4,11 +4,12 @@
  * built command (dist/bin/multiloop.js worker) from the repository's root.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ConcurrentFuture } from '../../src/concurrent.js';
 import { freePort } from './io.js';
 
 /** The repository's root: workers resolve `./test/fixtures/...` from there. */
@@ -174,3 +175,22 @@ export function jobsInRedis(port: number, queue: string): string[] {
   const keys = redisCli(port, 'KEYS', `bull:${queue}:[0-9a-f]*-[0-9]*`);
   return keys === '' ? [] : keys.split('\n').filter((key) => /^bull:[^:]+:[0-9a-f]+-\d+$/.test(key));
 }
+
+/** The result of a call's future; rejects with its error, or an Error('cancelled'). */
+export function resultOf<T>(future: ConcurrentFuture<T>): Promise<T> {
+  return new Promise((resolve, reject) =>
+    future.addDoneCallback((done) => {
+      if (done.cancelled()) reject(new Error('cancelled'));
+      const error = done.exception();
+      if (error === null) resolve(done.result());
+      else reject(error);
+    }),
+  );
+}
+
+/** The lines of `dir/runs`, which the fixture jobs append to, one a run (empty when none ran). */
+export function runs(dir: string): string[] {
+  const file = join(dir, 'runs');
+  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [];
+}
+
