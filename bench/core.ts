@@ -126,6 +126,24 @@ async function tasksGather(count: number, eager: boolean): Promise<number> {
   return perSecond(count, took);
 }
 
+/**
+ * The floor under tasksGather that no runtime of generator coroutines goes below: the same
+ * `count` generators made, told apart (gather runs a coroutine given twice once, which takes a
+ * Set of them) and run to their return by hand, their results listed; no loop, no Task.
+ */
+async function generatorsByHand(count: number): Promise<number> {
+  const started = now();
+  const children = new Array<Coroutine<number>>(count);
+  for (let i = 0; i < count; i++) children[i] = returnOne();
+  if (new Set(children).size !== count) throw new Error('the generators repeat');
+  const results = new Array<number>(count);
+  for (let i = 0; i < count; i++) results[i] = children[i]!.next().value as number;
+  await null;
+  const took = now() - started;
+  if (results.length !== count) throw new Error('results lost');
+  return perSecond(count, took);
+}
+
 /** `count` async functions returning at once, awaited with Promise.all: the baseline of tasksGather. */
 async function asyncFunctionsAll(count: number): Promise<number> {
   const fn = async (): Promise<number> => 1;
@@ -274,11 +292,15 @@ async function heapPerPendingAsyncFunction(count: number): Promise<number> {
 /** Task spawn+complete and its baseline (bench/solo.ts runs each in processes of its own). */
 export const spawnPair: [() => Promise<number>, () => Promise<number>] = [() => taskSpawn(500_000), () => asyncFunctionSpawn(500_000)];
 
-/** 100k lazy tasks + gather, 100k eager tasks + gather, 100k async functions + Promise.all (bench/solo.ts runs each in processes of its own). */
+/**
+ * 100k lazy tasks + gather, 100k eager tasks + gather, 100k async functions + Promise.all, and
+ * the floor of any runtime of generator coroutines (bench/solo.ts runs each in processes of its own).
+ */
 export const tasksGatherSides: ReadonlyArray<() => Promise<number>> = [
   () => tasksGather(100_000, false),
   () => tasksGather(100_000, true),
   () => asyncFunctionsAll(100_000),
+  () => generatorsByHand(100_000),
 ];
 
 /** 200k timers and 200k setTimeouts (bench/solo.ts runs each in processes of its own). */
@@ -319,7 +341,7 @@ export async function coreWorkloads(log: (line: string) => void): Promise<Row[]>
     higherIsBetter: true,
     target: '>= 1.5 M/s',
   });
-  const [lazyGathers, eagerGathers, promiseAlls] = freshSides<number>('tasks', 3, TASKS_ROUNDS, 5);
+  const [lazyGathers, eagerGathers, promiseAlls, byHand] = freshSides<number>('tasks', 4, TASKS_ROUNDS, 5);
   add({
     workload: '100k tasks + gather',
     unit: 'tasks/s',
@@ -337,6 +359,14 @@ export async function coreWorkloads(log: (line: string) => void): Promise<Row[]>
     baselineName: 'async functions + Promise.all',
     higherIsBetter: true,
     target: '>= 1.5x async functions + Promise.all',
+  });
+  add({
+    workload: 'floor: the same 100k generators told apart and run by hand (no loop, no Task)',
+    unit: 'tasks/s',
+    value: median(byHand as number[]),
+    baseline: median(promiseAlls as number[]),
+    baselineName: 'async functions + Promise.all',
+    higherIsBetter: true,
   });
   add({
     workload: 'bare-yield switches',
