@@ -78,13 +78,23 @@ describe('buffersIn', () => {
     expect(buffersIn(Object.assign(Object.create(null) as object, { a }))).toEqual([a]);
   });
 
-  it('is null for values without Buffers, Uint8Arrays included, and does not look into instances of classes', () => {
-    class Holder {
-      constructor(readonly held: Buffer) {}
-    }
-    for (const value of [undefined, 7, 'text', [1, 'two', null], { bytes: new Uint8Array(2) }, new Holder(Buffer.from('x')), new Date(0)]) {
+  it('is null for values without Buffers, Uint8Arrays included, and for Buffers that structured clone would not copy (own properties of errors and typed arrays)', () => {
+    const error = Object.assign(new RangeError('bad frame'), { frame: Buffer.from('x') });
+    const bytes = Object.assign(new Uint8Array(2), { frame: Buffer.from('x') });
+    for (const value of [undefined, 7, 'text', [1, 'two', null], { bytes: new Uint8Array(2) }, new Date(0), error, bytes]) {
       expect(buffersIn(value)).toBeNull();
     }
+  });
+
+  it('looks into an instance of a class as structured clone copies it: its own properties', () => {
+    class Frame {
+      constructor(readonly payload: Buffer) {}
+      size(): number {
+        return this.payload.length;
+      }
+    }
+    const payload = Buffer.from('payload');
+    expect(buffersIn({ frame: new Frame(payload) })).toEqual([payload]);
   });
 
   it('is null for a value of more than 100,000 objects, and for one whose reading throws', () => {

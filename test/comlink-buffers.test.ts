@@ -32,8 +32,17 @@ function seen(buffer: boolean, hex: string): { buffer: boolean; bytes: true; hex
   return { buffer, bytes: true, hex };
 }
 
+/** A class whose instances comlink copies as plain objects. */
+class Frame {
+  constructor(readonly payload: Buffer) {}
+
+  size(): number {
+    return this.payload.length;
+  }
+}
+
 describe('Buffers through lt.comlinkPort() and wrapComlink', () => {
-  it('deliver a Buffer argument as a Buffer, nested in objects, arrays, Maps and Sets, one Buffer twice as one; a Uint8Array stays one', async () => {
+  it('deliver a Buffer argument as a Buffer, nested in objects, arrays, Maps, Sets and instances, one Buffer twice as one; a Uint8Array stays one', async () => {
     const lt = await threads.startOutside(SERVICE, { name: 'buffers' });
     const described = await run(
       (function* () {
@@ -44,6 +53,8 @@ describe('Buffers through lt.comlinkPort() and wrapComlink', () => {
           nested: { deep: { list: [Buffer.from('c0de', 'hex'), top] } },
           map: new Map([['k', Buffer.from('ee', 'hex')]]),
           set: new Set([Buffer.from('ff', 'hex')]),
+          // comlink delivers an instance of a class as a plain object of its own properties.
+          instance: new Frame(Buffer.from('f00d', 'hex')),
           plain: new Uint8Array([1, 2]),
         };
         const result = yield* svc.describe(value);
@@ -57,6 +68,7 @@ describe('Buffers through lt.comlinkPort() and wrapComlink', () => {
       same: true,
       inMap: seen(true, 'ee'),
       inSet: seen(true, 'ff'),
+      inInstance: seen(true, 'f00d'),
       plain: seen(false, '0102'),
     });
   });

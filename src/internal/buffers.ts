@@ -38,12 +38,13 @@ const walkSeen = new Set<object>();
 let walking = false;
 
 /**
- * The Buffers inside `value` (itself, in arrays, plain objects, Map keys and values, Set
- * items; each once), for a message whose values cross as they are: structured clone keeps
+ * The Buffers inside `value` (itself, in arrays, objects, Map keys and values, Set items;
+ * each once), for a message whose values cross as they are: structured clone keeps
  * identity within one message, so a list of them sent beside the value names the very
  * Uint8Arrays to make Buffers again on arrival (`makeBuffers`). Null when there are none, when
  * the value holds more than 100,000 objects, or when reading it throws (a getter): structured
- * clone reports its own error then. Instances of classes are not looked into.
+ * clone reports its own error then. An instance of a class is looked into as structured clone
+ * copies it (its own properties); built-in and host objects are not.
  *
  * @example
  * ```ts
@@ -89,6 +90,10 @@ function walk(root: object, pending: object[], seen: Set<object>): Buffer[] | nu
         }
       } else if (node instanceof Set) {
         for (const item of node) pushObject(pending, item);
+      } else if (objectToString.call(node) === '[object Object]') {
+        // An instance of a class crosses as a plain object of its own properties; built-ins and
+        // host objects (errors, dates, typed arrays, ports) keep none of theirs that could be a Buffer.
+        for (const key of Object.keys(node)) pushObject(pending, (node as Record<string, unknown>)[key]);
       }
     }
   } catch {
@@ -96,6 +101,8 @@ function walk(root: object, pending: object[], seen: Set<object>): Buffer[] | nu
   }
   return found;
 }
+
+const objectToString = Object.prototype.toString;
 
 function pushObject(pending: object[], value: unknown): void {
   if (typeof value === 'object' && value !== null) pending.push(value);
