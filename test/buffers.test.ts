@@ -86,7 +86,7 @@ describe('buffersIn', () => {
     }
   });
 
-  it('looks into an instance of a class as structured clone copies it: its own properties', () => {
+  it("looks into what structured clone copies of an instance of a class (its own properties) and of an error (its cause)", () => {
     class Frame {
       constructor(readonly payload: Buffer) {}
       size(): number {
@@ -95,6 +95,8 @@ describe('buffersIn', () => {
     }
     const payload = Buffer.from('payload');
     expect(buffersIn({ frame: new Frame(payload) })).toEqual([payload]);
+    const cause = Buffer.from('cause');
+    expect(buffersIn([new Error('bad frame', { cause })])).toEqual([cause]);
   });
 
   it('is null for a value of more than 100,000 objects, and for one whose reading throws', () => {

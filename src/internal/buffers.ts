@@ -6,6 +6,7 @@
  * import multiloop: there the Buffers found in a value are listed beside it (`buffersIn`), and
  * made Buffers again in place on arrival (`makeBuffers`).
  */
+import { isNativeError } from 'node:util/types';
 
 /**
  * A Buffer's bytes as a Uint8Array that structured clone copies without the rest of its memory:
@@ -25,7 +26,6 @@ export function bufferOf(bytes: unknown): Buffer {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-
 /**
  * How many objects `buffersIn` looks into, and how long a list `makeBuffers` reads: a value
  * holding more crosses as structured clone makes it, its Buffers arriving as Uint8Arrays.
@@ -44,7 +44,7 @@ let walking = false;
  * Uint8Arrays to make Buffers again on arrival (`makeBuffers`). Null when there are none, when
  * the value holds more than 100,000 objects, or when reading it throws (a getter): structured
  * clone reports its own error then. An instance of a class is looked into as structured clone
- * copies it (its own properties); built-in and host objects are not.
+ * copies it (its own properties), an error for its cause; other built-in and host objects are not.
  *
  * @example
  * ```ts
@@ -90,9 +90,12 @@ function walk(root: object, pending: object[], seen: Set<object>): Buffer[] | nu
         }
       } else if (node instanceof Set) {
         for (const item of node) pushObject(pending, item);
+      } else if (isNativeError(node)) {
+        // Structured clone keeps an error's cause, and none of its other own properties.
+        if (Object.hasOwn(node, 'cause')) pushObject(pending, node.cause);
       } else if (objectToString.call(node) === '[object Object]') {
-        // An instance of a class crosses as a plain object of its own properties; built-ins and
-        // host objects (errors, dates, typed arrays, ports) keep none of theirs that could be a Buffer.
+        // An instance of a class crosses as a plain object of its own properties; other built-ins
+        // and host objects (dates, typed arrays, ports) keep none of theirs that could be a Buffer.
         for (const key of Object.keys(node)) pushObject(pending, (node as Record<string, unknown>)[key]);
       }
     }
