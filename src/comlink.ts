@@ -11,6 +11,11 @@
  * so a thread that imports multiloop rebuilds the error's class, cause and own properties, and a
  * bare comlink client still gets an Error with the message, name, stack and own primitive
  * properties (`code`...).
+ *
+ * A Buffer crosses as a Buffer between two ends that import multiloop: the sending end lists
+ * the Buffers inside the values of a message in a field of the message that comlink ignores,
+ * and the receiving end makes those Uint8Arrays Buffers again. A bare comlink end ignores the
+ * field and gets Uint8Arrays, as structured clone makes them.
  */
 import { isNativeError } from 'node:util/types';
 import { MessageChannel, MessagePort, Worker, receiveMessageOnPort, type Transferable } from 'node:worker_threads';
@@ -23,6 +28,7 @@ import { RuntimeError } from './exceptions.js';
 import { Future, type LoopOption } from './futures.js';
 import { type ConcurrentFuture } from './internal/concurrent-future.js';
 import { copyFields } from './internal/classes.js';
+import { buffersIn, makeBuffers } from './internal/buffers.js';
 import { decodeError, encodeError, type EncodedError } from './internal/errors.js';
 import { repr } from './internal/format.js';
 import { quoteName } from './internal/module-ref.js';
@@ -89,6 +95,87 @@ function errorOfFields(fields: Record<string, unknown>): Error {
   return error;
 }
 
+// ───────────────────────────── Buffers through comlink ─────────────────────────────
+
+/**
+ * The key of the field listing the Buffers inside a comlink message's values; no application
+ * data uses it, and comlink ignores it.
+ */
+const BUFFERS = `${WIRE}.buffers`;
+
+/** List, in `message` (comlink's, about to be posted), the Buffers inside the values it carries. */
+function listBuffers(message: unknown): void {
+  if (typeof message !== 'object' || message === null) return;
+  const fields = message as Record<string, unknown>;
+  let values: unknown;
+  switch (fields.type) {
+    // A response is a wire value itself (a raw one holds the result); a SET's value is one.
+    case 'RAW':
+    case 'SET':
+      values = fields.value;
+      break;
+    case 'APPLY':
+    case 'CONSTRUCT':
+      // Arguments that are all primitives (most calls) hold no Buffer: no walk, nothing made.
+      if (!Array.isArray(fields.argumentList) || !fields.argumentList.some(holdsObject)) return;
+      values = fields.argumentList;
+      break;
+    default:
+      return;
+  }
+  const buffers = buffersIn(values);
+  if (buffers !== null) fields[BUFFERS] = buffers;
+}
+
+function holdsObject(wireValue: unknown): boolean {
+  const value = (wireValue as { value?: unknown } | null)?.value;
+  return typeof value === 'object' && value !== null;
+}
+
+/** Make Buffers again of the Uint8Arrays that `data` (a message that arrived) lists. */
+function restoreBuffers(data: unknown): void {
+  if (typeof data !== 'object' || data === null) return;
+  const list = (data as Record<string, unknown>)[BUFFERS];
+  if (list === undefined) return;
+  try {
+    makeBuffers(list);
+  } catch {
+    // A list no multiloop end made: the message is still comlink's to answer.
+  }
+}
+
+/**
+ * `endpoint` for `Comlink.wrap`: the Buffers inside the values it posts are listed, the ones
+ * listed in what arrives are made Buffers again before comlink reads it.
+ */
+function carryingBuffers(endpoint: ComlinkModule.Endpoint): ComlinkModule.Endpoint {
+  type Listener = Parameters<ComlinkModule.Endpoint['addEventListener']>[1];
+  const listeners = new Map<Listener, (event: MessageEvent) => void>();
+  const carrying: ComlinkModule.Endpoint = {
+    postMessage(message: unknown, transfer?: Transferable[]) {
+      listBuffers(message);
+      endpoint.postMessage(message, transfer);
+    },
+    addEventListener(type: string, listener: Listener, options?: object) {
+      const restoring = (event: MessageEvent): void => {
+        restoreBuffers(event.data);
+        if (typeof listener === 'function') listener(event);
+        else listener.handleEvent(event);
+      };
+      listeners.set(listener, restoring);
+      endpoint.addEventListener(type, restoring, options);
+    },
+    removeEventListener(type: string, listener: Listener, options?: object) {
+      const restoring = listeners.get(listener);
+      if (restoring === undefined) return;
+      listeners.delete(listener);
+      endpoint.removeEventListener(type, restoring, options);
+    },
+  };
+  if (endpoint.start !== undefined) carrying.start = () => endpoint.start!();
+  return carrying;
+}
+
 // ───────────────────────────── running a call in a loop ─────────────────────────────
 
 /**
@@ -145,10 +232,10 @@ interface Door {
 
 /**
  * comlink's request handler behind `door`: a call the door admits reaches `handler` rebuilt from
- * its checked parts; any other request (a GET, SET, CONSTRUCT or ENDPOINT, a call at a path
- * that walks properties, arguments comlink would choke on) is answered with the TypeError that
- * refuses it, as comlink answers a call that threw; what is no request at all is dropped, as
- * comlink drops it. comlink's `expose` alone would walk any path a client sends, from the
+ * its checked parts (the Buffers a multiloop client listed made Buffers again); any other
+ * request (a GET, SET, CONSTRUCT or ENDPOINT, a call at a path that walks properties, arguments
+ * comlink would choke on) is answered with the TypeError that refuses it, as comlink answers a
+ * call that threw; what is no request at all is dropped, as comlink drops it. comlink's `expose` alone would walk any path a client sends, from the
  * served object to `Function` and beyond (`new remote.fn.constructor(code)` runs code here),
  * and throw out of the port's listener, ending the thread, on arguments it cannot decode.
  */
@@ -159,6 +246,7 @@ function screened(
 ): (data: unknown) => void {
   return (data) => {
     if (typeof data !== 'object' || data === null) return;
+    restoreBuffers(data);
     const message = data as Record<string, unknown>;
     let request: Request;
     try {
@@ -282,7 +370,10 @@ export function _serveComlink(loop: EventLoop, port: MessagePort, module: _Serve
   });
   let listener: ((data: unknown) => void) | null = null;
   const endpoint: ComlinkModule.Endpoint = {
-    postMessage: (message: unknown, transfer?: Transferable[]) => port.postMessage(message, transfer as never),
+    postMessage: (message: unknown, transfer?: Transferable[]) => {
+      listBuffers(message);
+      port.postMessage(message, transfer as never);
+    },
     addEventListener: (_type: string, handler: Parameters<ComlinkModule.Endpoint['addEventListener']>[1]) => {
       listener = screened(door, handler as (event: { data: unknown }) => void, endpoint.postMessage);
       port.on('message', listener);
@@ -400,7 +491,7 @@ class ComlinkClient {
     this.#loop = loop;
     this.#worker = worker;
     this.#port = port;
-    this.#remote = Comlink.wrap(endpoint) as unknown as Remote;
+    this.#remote = Comlink.wrap(carryingBuffers(endpoint)) as unknown as Remote;
     if (worker !== null) {
       const name = `worker thread ${worker.threadId}`;
       this.#onError = (error) => {
@@ -558,7 +649,9 @@ export class _Callbacks {
     });
     const endpoint: ComlinkModule.Endpoint = {
       postMessage: (message: unknown, transfer?: Transferable[]) => {
-        if (!closed) port1.postMessage(message, transfer as never);
+        if (closed) return;
+        listBuffers(message);
+        port1.postMessage(message, transfer as never);
       },
       addEventListener: (_type: string, handler: Parameters<ComlinkModule.Endpoint['addEventListener']>[1]) => {
         listener = screened(CALLBACK_DOOR, handler as (event: { data: unknown }) => void, endpoint.postMessage);
@@ -616,7 +709,7 @@ let received: (() => void)[] | null = null;
  */
 function receiveCallback(record: Record<string, unknown>): unknown {
   const port = record.port as MessagePort;
-  const remote = Comlink.wrap(nodeEndpoint(port)) as unknown as ((...args: unknown[]) => Promise<unknown>) & Remote;
+  const remote = Comlink.wrap(carryingBuffers(nodeEndpoint(port))) as unknown as ((...args: unknown[]) => Promise<unknown>) & Remote;
   const pending = new Map<Promise<unknown>, (error: Error) => void>();
   let closed = false;
   const ended = (): Error =>

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker, type MessagePort } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import nodeAdapter from 'comlink/dist/umd/node-adapter.js';
 import { describe, expect, it } from 'vitest';
@@ -29,6 +29,7 @@ import {
   type EventLoop,
   type ExceptionContext,
 } from '../src/index.js';
+import { ask } from './helpers/comlink.js';
 import { awaitPromise, errorOf, outcome, useThreads } from './helpers/loop-threads.js';
 
 type Service = typeof import('./fixtures/comlink-service.mjs');
@@ -165,22 +166,6 @@ function notACall(type: string): string {
 /** Code a hostile client would have run in the thread: a global set, a file written. */
 function smuggled(file: string): string {
   return `globalThis.__hostileMarker = 'pwned'; return import('node:fs').then((fs) => fs.writeFileSync(${JSON.stringify(file)}, 'pwned'));`;
-}
-
-let asked = 0;
-
-/** Post a comlink request by hand on `port` and wait for the answer with its id. */
-function ask(port: MessagePort, message: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const id = `hostile-${++asked}`;
-  return new Promise((resolve) => {
-    const onMessage = (reply: Record<string, unknown>): void => {
-      if (reply.id !== id) return;
-      port.off('message', onMessage);
-      resolve(reply);
-    };
-    port.on('message', onMessage);
-    port.postMessage({ ...message, id });
-  });
 }
 
 /** The error an answer carries (comlink's 'throw' handler rebuilds it), or null for a value. */
