@@ -235,9 +235,10 @@ interface Door {
  * its checked parts (the Buffers a multiloop client listed made Buffers again); any other
  * request (a GET, SET, CONSTRUCT or ENDPOINT, a call at a path that walks properties, arguments
  * comlink would choke on) is answered with the TypeError that refuses it, as comlink answers a
- * call that threw; what is no request at all is dropped, as comlink drops it. comlink's `expose` alone would walk any path a client sends, from the
- * served object to `Function` and beyond (`new remote.fn.constructor(code)` runs code here),
- * and throw out of the port's listener, ending the thread, on arguments it cannot decode.
+ * call that threw; what is no request at all is dropped, as comlink drops it. comlink's
+ * `expose` alone would walk any path a client sends, from the served object to `Function` and
+ * beyond (`new remote.fn.constructor(code)` runs code here), and throw out of the port's
+ * listener, ending the thread, on arguments it cannot decode.
  */
 function screened(
   door: Door,
