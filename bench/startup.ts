@@ -1,7 +1,9 @@
 /**
  * What a TypeScript module costs a thread: a LoopThread hosting a .ts module, started by an app
- * run under tsx, beside the same module compiled, started by an app run under node. Each side
- * runs in processes of its own (bench/startup-child.ts), which side goes first alternating.
+ * run under tsx, beside the same module compiled, started by an app run under node; and the same
+ * compiled module registering a loader hook that does nothing, the least any hooks-based route
+ * to TypeScript costs a thread on Node 20 (a hooks thread per thread). Each side runs in
+ * processes of its own (bench/startup-child.ts), which side goes first rotating.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -16,22 +18,30 @@ interface ChildResult {
   rssPerThread: number;
 }
 
-function child(side: 'tsx' | 'compiled'): ChildResult {
+type Side = 'tsx' | 'compiled' | 'hooked';
+
+function child(side: Side): ChildResult {
+  const compiled = (fixture: string): [string, string[]] => [
+    process.execPath,
+    [`${ROOT}dist/bench/startup-child.js`, new URL(`dist/bench/fixtures/${fixture}`, `file://${ROOT}`).href],
+  ];
   const [command, args] =
     side === 'tsx'
       ? [`${ROOT}node_modules/.bin/tsx`, [`${ROOT}bench/startup-child.ts`, new URL('bench/fixtures/startup-service.ts', `file://${ROOT}`).href]]
-      : [process.execPath, [`${ROOT}dist/bench/startup-child.js`, new URL('dist/bench/fixtures/startup-service.js', `file://${ROOT}`).href]];
+      : compiled(side === 'compiled' ? 'startup-service.js' : 'startup-service-hooked.js');
   const ran = spawnSync(command, [...args, String(THREADS)], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (ran.status !== 0) throw new Error(`startup-child (${side}) exited with ${ran.status ?? ran.signal}`);
   return JSON.parse(ran.stdout) as ChildResult;
 }
 
-/** Start LoopThreads hosting a .ts module under tsx, and the same compiled. */
+/** Start LoopThreads hosting a .ts module under tsx, the same compiled, and compiled with a no-op hook. */
 export function startupWorkloads(log: (line: string) => void): Promise<Row[]> {
-  const ms: Record<'tsx' | 'compiled', number[]> = { tsx: [], compiled: [] };
-  const rss: Record<'tsx' | 'compiled', number[]> = { tsx: [], compiled: [] };
+  const ms: Record<Side, number[]> = { tsx: [], compiled: [], hooked: [] };
+  const rss: Record<Side, number[]> = { tsx: [], compiled: [], hooked: [] };
+  const sides: Side[] = ['tsx', 'compiled', 'hooked'];
   for (let round = 0; round < ROUNDS; round++) {
-    for (const side of round % 2 === 0 ? (['tsx', 'compiled'] as const) : (['compiled', 'tsx'] as const)) {
+    for (let i = 0; i < sides.length; i++) {
+      const side = sides[(round + i) % sides.length] as Side;
       const result = child(side);
       ms[side].push(...result.ms);
       rss[side].push(result.rssPerThread);
@@ -55,6 +65,22 @@ export function startupWorkloads(log: (line: string) => void): Promise<Row[]> {
       baselineName: 'the same compiled, under node',
       higherIsBetter: false,
       target: 'within 1.5x of compiled',
+    },
+    {
+      workload: 'start a LoopThread whose compiled module registers a no-op loader hook (Node 20: a hooks thread per thread)',
+      unit: 'ms',
+      value: median(ms.hooked),
+      baseline: median(ms.compiled),
+      baselineName: 'the same compiled, no hook',
+      higherIsBetter: false,
+    },
+    {
+      workload: 'memory of a LoopThread whose compiled module registers a no-op loader hook',
+      unit: 'MiB',
+      value: median(rss.hooked) / 2 ** 20,
+      baseline: median(rss.compiled) / 2 ** 20,
+      baselineName: 'the same compiled, no hook',
+      higherIsBetter: false,
     },
   ];
   for (const row of rows) log(`  ${row.workload}: ${row.value.toFixed(1)} ${row.unit} (compiled ${row.baseline?.toFixed(1)})`);
