@@ -5,8 +5,8 @@
  *
  * The one module that uses BullMQ, and only through a dynamic import made when an executor or
  * a worker is created: importing multiloop costs nothing for those who never use it. What
- * travels is described in internal/bullmq-wire.ts; the executor's engine is
- * internal/bullmq-caller.ts, the worker's is internal/bullmq-runner.ts.
+ * travels is described in internal/bullmq/wire.ts; the executor's engine is
+ * internal/bullmq/caller.ts, the worker's is internal/bullmq/runner.ts.
  */
 import type { YieldablePromise } from './coroutines.js';
 import { yieldable } from './internal/yieldable.js';
@@ -15,8 +15,8 @@ import type { EventLoop } from './base-events.js';
 import { newEventLoop } from './events.js';
 import type { Executor } from './executor.js';
 import { INSPECT, repr } from './internal/format.js';
-import { CallerEngine, type AddedJob, type QueuePort } from './internal/bullmq-caller.js';
-import { JobRunner, allowList } from './internal/bullmq-runner.js';
+import { CallerEngine, type AddedJob, type QueuePort } from './internal/bullmq/caller.js';
+import { JobRunner, allowList } from './internal/bullmq/runner.js';
 import {
   DEFAULT_MAX_JOB_BYTES,
   DEFAULT_MAX_OUTCOME_BYTES,
@@ -28,13 +28,13 @@ import {
   type RedisConnection,
   type RedisLike,
   type ResolvedConnection,
-} from './internal/bullmq-wire.js';
+} from './internal/bullmq/wire.js';
 import type { ConcurrentFuture } from './internal/concurrent-future.js';
 import { _getRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
 
-export type { RedisConnection } from './internal/bullmq-wire.js';
+export type { RedisConnection } from './internal/bullmq/wire.js';
 
 /** Milliseconds a closing worker gives its abandoned jobs to go back to the queue before it drops its connections. */
 const HAND_BACK_MS = 1000;

@@ -16,7 +16,7 @@ import { newEventLoop } from '../src/events.js';
 import { ps } from '../src/ps.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
-import { decodeOutcomes, decodeRequest, encodeOutcomes, encodeRequest, jsonExact, type JobRequest } from '../src/internal/bullmq-wire.js';
+import { decodeOutcomes, decodeRequest, encodeOutcomes, encodeRequest, jsonExact, type JobRequest } from '../src/internal/bullmq/wire.js';
 import { registerClass } from '../src/transfer.js';
 import { workerFn } from '../src/worker-fn.js';
 import { Point, QuotaError } from './fixtures/geometry.mjs';

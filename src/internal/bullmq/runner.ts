@@ -9,7 +9,7 @@
  * for up to SLICE_MS, then the runner lets the event loop turn, so BullMQ renews its locks, cancel
  * requests arrive, and outcomes go out.
  *
- * Outcomes that end in the same turn go out as one entry (see bullmq-wire.ts). A job run again
+ * Outcomes that end in the same turn go out as one entry (see wire.ts). A job run again
  * — its worker died, BullMQ retries it, or it was handed back — skips the calls its bitmaps mark
  * done or cancelled. A call that throws fails its caller's future on the job's last attempt;
  * before that the job fails as a whole after its other calls ran, and BullMQ retries it (with its
@@ -18,17 +18,17 @@
 import { performance } from 'node:perf_hooks';
 import { resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { EventLoop } from '../base-events.js';
-import { _isThenable, isCoroutine, type Coroutine } from '../coroutines.js';
-import { CancelledError, RuntimeError } from '../exceptions.js';
-import { _jobContext, _runAsJob, type JobSignalSource } from '../job-signal.js';
-import { logger } from '../log.js';
-import { typeName } from './format.js';
-import { isModuleSpecifier, moduleUrlOf, normalizeSpecifier, quoteName, shortName } from './module-ref.js';
-import { importUserModule } from './ts-loader.js';
-import { fromWire } from './wire.js';
-import { contextFor, isCarriedContext } from './travel.js';
-import type { Context } from '../contextvars.js';
+import type { EventLoop } from '../../base-events.js';
+import { _isThenable, isCoroutine, type Coroutine } from '../../coroutines.js';
+import { CancelledError, RuntimeError } from '../../exceptions.js';
+import { _jobContext, _runAsJob, type JobSignalSource } from '../../job-signal.js';
+import { logger } from '../../log.js';
+import { typeName } from '../format.js';
+import { isModuleSpecifier, moduleUrlOf, normalizeSpecifier, quoteName, shortName } from '../module-ref.js';
+import { importUserModule } from '../ts-loader.js';
+import { fromWire } from '../wire.js';
+import { contextFor, isCarriedContext } from '../travel.js';
+import type { Context } from '../../contextvars.js';
 import {
   KEY_TTL_SECONDS,
   OUTCOME_ERROR,
@@ -44,7 +44,7 @@ import {
   type Outcome,
   type QueueKeys,
   type RedisLike,
-} from './bullmq-wire.js';
+} from './wire.js';
 
 /**
  * A job's request larger than this (base64 characters) is decoded only after Redis counted the

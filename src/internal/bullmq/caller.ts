@@ -18,16 +18,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { CancelledError, RuntimeError } from '../exceptions.js';
-import type { EventLoop } from '../base-events.js';
-import { logger } from '../log.js';
-import { describeWorkerFn, type WorkerFn } from '../worker-fn.js';
-import type { BullMQExecutorStatistics } from '../bullmq.js';
-import { ConcurrentFuture } from './concurrent-future.js';
-import { repr } from './format.js';
-import { _getRunningLoop } from './running.js';
-import { carriedContext, travelling, type CarriedContext } from './travel.js';
-import { _currentVars } from '../contextvars.js';
+import { CancelledError, RuntimeError } from '../../exceptions.js';
+import type { EventLoop } from '../../base-events.js';
+import { logger } from '../../log.js';
+import { describeWorkerFn, type WorkerFn } from '../../worker-fn.js';
+import type { BullMQExecutorStatistics } from '../../bullmq.js';
+import { ConcurrentFuture } from '../concurrent-future.js';
+import { repr } from '../format.js';
+import { _getRunningLoop } from '../running.js';
+import { carriedContext, travelling, type CarriedContext } from '../travel.js';
+import { _currentVars } from '../../contextvars.js';
 import {
   KEY_TTL_SECONDS,
   MAX_OUTCOME_BYTES,
@@ -44,7 +44,7 @@ import {
   type JobRequest,
   type QueueKeys,
   type RedisLike,
-} from './bullmq-wire.js';
+} from './wire.js';
 
 /** A BullMQ job carries about this many milliseconds of work, by the measured run times of its calls. */
 const BATCH_BUDGET_MS = 10;

@@ -1,8 +1,8 @@
 /**
  * What travels between a `BullMQExecutor` and its `serveBullMQ` workers besides BullMQ's own
  * jobs: Redis key names, the outcome records, the Lua script that writes them, the encoding of
- * values, and the Redis connection options. Shared by the caller's engine (bullmq-caller.ts)
- * and the worker's runner (bullmq-runner.ts); nothing here imports BullMQ.
+ * values, and the Redis connection options. Shared by the caller's engine (caller.ts)
+ * and the worker's runner (runner.ts); nothing here imports BullMQ.
  *
  * One BullMQ job carries one or more calls. Its `name` is the id of the executor that sent it
  * (so a worker knows where outcomes go even when it cannot read the job's data), its `data` is
@@ -30,11 +30,11 @@
 import { createHash } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import { decodeError, encodeError, type EncodedError } from './errors.js';
-import { repr } from './format.js';
-import type { CarriedContext } from './travel.js';
-import { describeUncloneable, findUncloneable } from './uncloneable.js';
-import { fromWire, toWire } from './wire.js';
+import { decodeError, encodeError, type EncodedError } from '../errors.js';
+import { repr } from '../format.js';
+import type { CarriedContext } from '../travel.js';
+import { describeUncloneable, findUncloneable } from '../uncloneable.js';
+import { fromWire, toWire } from '../wire.js';
 
 /** The queue served when none is named. */
 export const DEFAULT_QUEUE = 'multiloop';
