@@ -10,31 +10,23 @@
  */
 import type { YieldablePromise } from './coroutines.js';
 import { yieldable } from './internal/yieldable.js';
-import type { Job, JobsOptions, Queue, Worker } from 'bullmq';
+import type { Job, JobsOptions, Worker } from 'bullmq';
 import type { EventLoop } from './base-events.js';
 import { newEventLoop } from './events.js';
 import type { Executor } from './executor.js';
 import { INSPECT, repr } from './internal/format.js';
-import { CallerEngine, type AddedJob, type QueuePort } from './internal/bullmq/caller.js';
+import { resolveBackend } from './internal/bullmq/backends.js';
+import { CallerEngine } from './internal/bullmq/caller.js';
+import type { RunnerChannel } from './internal/bullmq/channels.js';
+import type { RedisConnection } from './internal/bullmq/redis.js';
 import { JobRunner, allowList } from './internal/bullmq/runner.js';
-import {
-  DEFAULT_MAX_JOB_BYTES,
-  DEFAULT_MAX_OUTCOME_BYTES,
-  DEFAULT_PREFIX,
-  DEFAULT_QUEUE,
-  MAX_OUTCOME_BYTES,
-  QueueKeys,
-  resolveConnection,
-  type RedisConnection,
-  type RedisLike,
-  type ResolvedConnection,
-} from './internal/bullmq/wire.js';
+import { DEFAULT_MAX_JOB_BYTES, DEFAULT_MAX_OUTCOME_BYTES, DEFAULT_PREFIX, DEFAULT_QUEUE, MAX_OUTCOME_BYTES } from './internal/bullmq/wire.js';
 import type { ConcurrentFuture } from './internal/concurrent-future.js';
 import { _getRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
 
-export type { RedisConnection } from './internal/bullmq/wire.js';
+export type { RedisConnection } from './internal/bullmq/redis.js';
 
 /** Milliseconds a closing worker gives its abandoned jobs to go back to the queue before it drops its connections. */
 const HAND_BACK_MS = 1000;
@@ -179,7 +171,7 @@ export class BullMQExecutor implements Executor {
   constructor(options: BullMQExecutorOptions) {
     const caller = 'BullMQExecutor';
     const checked = checkOptionsObject(options, caller);
-    const connection = resolveConnection(checked.connection, caller);
+    const backend = resolveBackend(checked.connection, caller);
     const queue = checkName(checked.queue, 'queue', DEFAULT_QUEUE, caller);
     const prefix = checkName(checked.prefix, 'prefix', DEFAULT_PREFIX, caller);
     const jobOptions = checked.defaultJobOptions;
@@ -192,11 +184,11 @@ export class BullMQExecutor implements Executor {
     }
     const maxJobBytes = checkCount(checked.maxJobBytes, 'maxJobBytes', DEFAULT_MAX_JOB_BYTES, 1, caller);
     this.#queue = queue;
-    this.#where = connection.where;
+    this.#where = `${backend.scheme}=${backend.where}`;
     const defaultJobOptions: JobsOptions = { removeOnComplete: true, removeOnFail: true, ...(jobOptions as JobsOptions | undefined) };
-    this.#engine = new CallerEngine(() => openQueue(queue, prefix, connection, defaultJobOptions), {
-      keys: new QueueKeys(prefix, queue),
-      where: connection.where,
+    this.#engine = new CallerEngine(async (executorId) => backend.openQueue(await loadBullMQ(), queue, prefix, defaultJobOptions, executorId), {
+      server: backend.server,
+      where: backend.where,
       unreachableTimeout,
       maxJobBytes,
     });
@@ -263,50 +255,8 @@ export class BullMQExecutor implements Executor {
 
   toString(): string {
     const { queueSize, inFlight, completed } = this.#engine.statistics();
-    return `<BullMQExecutor queue=${repr(this.#queue)} redis=${this.#where} queued=${queueSize} in_flight=${inFlight} completed=${completed}>`;
+    return `<BullMQExecutor queue=${repr(this.#queue)} ${this.#where} queued=${queueSize} in_flight=${inFlight} completed=${completed}>`;
   }
-}
-
-/** Open the BullMQ queue of an executor. */
-async function openQueue(name: string, prefix: string, connection: ResolvedConnection, defaultJobOptions: JobsOptions): Promise<QueuePort> {
-  const { Queue: QueueClass } = await loadBullMQ();
-  const queue: Queue = new QueueClass(name, { connection: connection.options, prefix, defaultJobOptions });
-  // Without a listener, an EventEmitter throws its 'error' events.
-  let onError: (error: Error) => void = () => undefined;
-  queue.on('error', (error: Error) => onError(error));
-  // BullMQ 6 keeps the raw client on its Redis backend (Queue#client is gone).
-  const client = queue.getBackend().client as unknown as Promise<RedisLike>;
-  let connected: RedisLike | null = null;
-  client.then(
-    (ready) => (connected = ready),
-    () => undefined,
-  );
-  return {
-    async addBulk(jobs: AddedJob[]): Promise<void> {
-      if (jobs.length === 1) {
-        const [job] = jobs as [AddedJob];
-        await queue.add(job.name, job.data, job.opts);
-      } else {
-        await queue.addBulk(jobs.map((job) => ({ name: job.name, data: job.data, opts: job.opts })));
-      }
-    },
-    async remove(jobId: string): Promise<boolean> {
-      return (await queue.remove(jobId)) === 1;
-    },
-    client,
-    onError(listener: (error: Error) => void): void {
-      onError = listener;
-    },
-    async close(force: boolean): Promise<void> {
-      // BullMQ's close() drops a connection never made, but waits for Redis to quit one that
-      // was: with Redis away, that is for good. Its backend closed with force drops it.
-      if (force) {
-        connected?.disconnect();
-        await queue.getBackend().close(true);
-      }
-      await queue.close();
-    },
-  };
 }
 
 /**
@@ -423,7 +373,7 @@ export function serveBullMQ(options: ServeBullMQOptions): YieldablePromise<BullM
 async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
   const caller = 'serveBullMQ()';
   const checked = checkOptionsObject(options, caller);
-  const connection = resolveConnection(checked.connection, caller);
+  const backend = resolveBackend(checked.connection, caller);
   const queueName = checkName(checked.queue, 'queue', DEFAULT_QUEUE, caller);
   const prefix = checkName(checked.prefix, 'prefix', DEFAULT_PREFIX, caller);
   const concurrency = checkCount(checked.concurrency, 'concurrency', 16, 1, caller);
@@ -444,18 +394,20 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
   const maxOutcomeBytes = checkCount(checked.maxOutcomeBytes, 'maxOutcomeBytes', DEFAULT_MAX_OUTCOME_BYTES, 1, caller);
   if (maxOutcomeBytes > MAX_OUTCOME_BYTES) throw new RangeError(`${caller}: options.maxOutcomeBytes must be at most ${MAX_OUTCOME_BYTES} (the largest entry an executor reads), got ${maxOutcomeBytes}`);
 
-  const { Worker: WorkerClass, WaitingError } = await loadBullMQ();
-  const keys = new QueueKeys(prefix, queueName);
+  const bullmq = await loadBullMQ();
+  const { WaitingError } = bullmq;
   let loop: EventLoop | null = _getRunningLoop();
   let ownLoop: { loop: EventLoop; stopped: Promise<void> } | null = null;
   if (loop === null) {
     loop = newEventLoop();
     ownLoop = { loop, stopped: loop.runForever() };
   }
-  const runner = new JobRunner({ keys, allow, root, loop, maxJobBytes, maxOutcomeBytes, maxStalledCount });
+  const runner = new JobRunner({ allow, root, loop, maxJobBytes, maxOutcomeBytes, maxStalledCount });
   let lastError = '';
-  const worker: Worker = new WorkerClass(
+  const worker: Worker = backend.openWorker(
+    bullmq,
     queueName,
+    prefix,
     async (job: Job, token?: string): Promise<void> => {
       const end = await runner.process(job);
       if (end === 'handed-back') {
@@ -463,24 +415,22 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
         throw new WaitingError();
       }
     },
-    { connection: connection.options, prefix, concurrency, lockDuration, stalledInterval, maxStalledCount, autorun: false },
+    { concurrency, lockDuration, stalledInterval, maxStalledCount },
   );
   worker.on('completed', (job: Job) => runner.jobCompleted(job));
   worker.on('failed', (job: Job | undefined, error: Error) => runner.jobFailed(job, error, job?.finishedOn !== undefined));
   worker.on('error', (error: Error) => {
-    // Redis away repeats the same error every retry: say it once.
+    // A server away repeats the same error every retry: say it once.
     if (error.message !== lastError) logger.warning(`serveBullMQ: ${error.message}`);
     lastError = error.message;
   });
 
-  let subscriber: RedisLike | null = null;
+  let channel: RunnerChannel | null = null;
   const started = async (): Promise<void> => {
-    const client = (await worker.getBackend().client) as unknown as RedisLike;
-    runner.attach(client);
-    subscriber = client.duplicate();
-    subscriber.on('error', () => undefined);
-    subscriber.on('message', (_channel: string, message: string) => runner.cancelRequested(message));
-    await subscriber.subscribe(keys.cancelChannel);
+    const opened = await backend.runnerChannel(worker, queueName, prefix);
+    channel = opened;
+    runner.attach(opened);
+    await opened.subscribe((message) => runner.cancelRequested(message));
     worker.run().catch((error: unknown) => logger.error('serveBullMQ: the worker stopped', error));
     await worker.waitUntilReady();
   };
@@ -495,14 +445,14 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
   const dropped = new Promise<void>((resolve) => {
     drop = resolve;
   });
-  /** Abandon the running calls; their jobs go back to the queue, or, when that cannot be done in time (Redis away), the connections are dropped. */
+  /** Abandon the running calls; their jobs go back to the queue, or, when that cannot be done in time (the server away), the connections are dropped. */
   const abandon = (): void => {
     runner.handBack();
     dropTimer ??= setTimeout(() => {
       // The jobs still held are recovered as stalled ones once their locks expire.
       worker.disconnect().catch(() => undefined);
-      (subscriber as RedisLike | null)?.disconnect();
-      // BullMQ's close() may still wait for Redis (a job's move back to wait): it is not waited for.
+      (channel as RunnerChannel | null)?.close();
+      // BullMQ's close() may still wait for the server (a job's move back to wait): it is not waited for.
       drop();
     }, HAND_BACK_MS).unref();
   };
@@ -511,7 +461,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     signals++;
     if (signals === 1) void close({ timeout: closeTimeout });
     else if (signals === 2) abandon();
-    // A close that cannot finish (Redis away): the jobs still held are recovered as stalled ones.
+    // A close that cannot finish (the server away): the jobs still held are recovered as stalled ones.
     else process.exit(130);
   };
   const close = (closeOptions?: { timeout?: number }): YieldablePromise<void> => {
@@ -524,8 +474,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
       } finally {
         if (timer !== null) clearTimeout(timer);
         if (dropTimer !== null) clearTimeout(dropTimer);
-        const sub = subscriber as RedisLike | null;
-        sub?.disconnect();
+        (channel as RunnerChannel | null)?.close();
         if (handleSignals) {
           process.off('SIGTERM', onSignal);
           process.off('SIGINT', onSignal);
