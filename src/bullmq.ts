@@ -1,12 +1,13 @@
 /**
  * An executor on a distributed engine: `BullMQExecutor` sends WorkerFns as BullMQ jobs through
- * Redis, and `serveBullMQ` runs them in worker processes on any number of machines (no asyncio
- * counterpart: the part concurrent.futures' ProcessPoolExecutor plays on one machine).
+ * Redis or PostgreSQL, and `serveBullMQ` runs them in worker processes on any number of machines
+ * (no asyncio counterpart: the part concurrent.futures' ProcessPoolExecutor plays on one machine).
  *
  * The one module that uses BullMQ, and only through a dynamic import made when an executor or
  * a worker is created: importing multiloop costs nothing for those who never use it. What
  * travels is described in internal/bullmq/wire.ts; the executor's engine is
- * internal/bullmq/caller.ts, the worker's is internal/bullmq/runner.ts.
+ * internal/bullmq/caller.ts, the worker's is internal/bullmq/runner.ts; both reach the store
+ * through internal/bullmq/channels.ts (redis.ts, postgres.ts).
  */
 import type { YieldablePromise } from './coroutines.js';
 import { yieldable } from './internal/yieldable.js';
@@ -18,6 +19,7 @@ import { INSPECT, repr } from './internal/format.js';
 import { resolveBackend } from './internal/bullmq/backends.js';
 import { CallerEngine } from './internal/bullmq/caller.js';
 import type { RunnerChannel } from './internal/bullmq/channels.js';
+import type { PostgresConnection } from './internal/bullmq/postgres.js';
 import type { RedisConnection } from './internal/bullmq/redis.js';
 import { JobRunner, allowList } from './internal/bullmq/runner.js';
 import { DEFAULT_MAX_JOB_BYTES, DEFAULT_MAX_OUTCOME_BYTES, DEFAULT_PREFIX, DEFAULT_QUEUE, MAX_OUTCOME_BYTES } from './internal/bullmq/wire.js';
@@ -26,6 +28,7 @@ import { _getRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
 
+export type { PostgresConnection } from './internal/bullmq/postgres.js';
 export type { RedisConnection } from './internal/bullmq/redis.js';
 
 /** Milliseconds a closing worker gives its abandoned jobs to go back to the queue before it drops its connections. */
@@ -40,7 +43,8 @@ function loadBullMQ(): Promise<typeof import('bullmq')> {
 }
 
 /**
- * Configure a `BullMQExecutor`: where Redis is, which queue, and what BullMQ job options apply.
+ * Configure a `BullMQExecutor`: where Redis or PostgreSQL is, which queue, and what BullMQ job
+ * options apply.
  *
  * @example
  * ```ts
@@ -54,12 +58,22 @@ function loadBullMQ(): Promise<typeof import('bullmq')> {
  * ```
  */
 export interface BullMQExecutorOptions {
-  /** The Redis (>= 6.2) holding the queue: a `redis://` URL or host, port and credentials. */
-  connection: RedisConnection;
+  /**
+   * The store holding the queue: Redis (>= 6.2), a `redis://` URL or host, port and credentials;
+   * or PostgreSQL (>= 13, through BullMQ's PostgreSQL backend), a `postgres://` URL or
+   * `{ postgres: pg.PoolConfig }` (with BullMQ's `schema` when not `'bullmq'`).
+   */
+  connection: RedisConnection | PostgresConnection;
   /** The BullMQ queue's name (default `'multiloop'`); workers must serve the same one. */
   queue?: string;
-  /** BullMQ's key prefix (default `'bull'`); workers must use the same one. */
+  /** BullMQ's key prefix on Redis (default `'bull'`); workers must use the same one. PostgreSQL ignores it (its `schema` is the namespace). */
   prefix?: string;
+  /**
+   * PostgreSQL only: whether a database without BullMQ's schema (or an older one) is migrated
+   * to it, and multiloop's two tables made, on connecting (default true). With false, an
+   * executor on a database not migrated fails its calls with a RuntimeError saying so.
+   */
+  migrate?: boolean;
   /**
    * BullMQ job options applied to every job (`attempts`, `backoff`, `priority`, ...). A call that
    * throws is run again while attempts are left; its error comes back from the last one. `jobId`
@@ -70,11 +84,13 @@ export interface BullMQExecutorOptions {
    * Seconds the futures of sent and waiting jobs wait for an unreachable Redis (down, restarting,
    * the network) before they fail with a RuntimeError saying so (default 30; `Infinity` waits
    * for good). While Redis is back in time, nothing is lost: jobs it lost (a restart without
-   * persistence) are sent again.
+   * persistence) are sent again. On PostgreSQL the same holds for sent jobs, but the server must
+   * be reachable when the executor starts, and a call sent while it is away fails after three
+   * tries to add its job.
    */
   unreachableTimeout?: number;
   /**
-   * The most bytes one BullMQ job's data may take in Redis (default 16 MiB): a call whose
+   * The most bytes one BullMQ job's data may take in its store (default 16 MiB): a call whose
    * arguments alone need more fails with a RangeError naming both, and nothing of it is sent.
    * Workers refuse larger jobs by their own `maxJobBytes`.
    */
@@ -115,6 +131,12 @@ function checkName(value: unknown, name: string, fallback: string, caller: strin
   return value;
 }
 
+function checkMigrate(value: unknown, caller: string): boolean {
+  if (value === undefined) return true;
+  if (typeof value !== 'boolean') throw new TypeError(`${caller}: options.migrate must be a boolean, got ${repr(value)}`);
+  return value;
+}
+
 function checkOptionsObject(options: unknown, caller: string): Record<string, unknown> {
   if (typeof options !== 'object' || options === null) throw new TypeError(`${caller} needs an options object with a connection, got ${repr(options)}`);
   return options as Record<string, unknown>;
@@ -122,7 +144,7 @@ function checkOptionsObject(options: unknown, caller: string): Record<string, un
 
 /**
  * Run WorkerFns in worker processes (`serveBullMQ`, `npx multiloop worker`) on any machine that
- * reaches the same Redis, through a BullMQ queue: `loop.runInExecutor(executor, fn, ...args)`
+ * reaches the same Redis or PostgreSQL, through a BullMQ queue: `loop.runInExecutor(executor, fn, ...args)`
  * as with the local pool.
  *
  * `fn` names its module by a specifier the workers resolve — a path relative to the worker's
@@ -148,11 +170,11 @@ function checkOptionsObject(options: unknown, caller: string): Record<string, un
  * aborts in its worker, and the future settles with what the call returns or throws. All the
  * calls of a job count as started when its worker starts it (as the calls a ProcessPoolExecutor
  * moved to its call queue). The notice is written when the job first waits (a call that ends
- * without waiting sends its outcome instead) and arrives a Redis round trip and a turn of this
- * process's event loop later, longer while Redis is slow or away: until then, `cancel()` returns
+ * without waiting sends its outcome instead) and arrives a round trip to the store and a turn of
+ * this process's event loop later, longer while the store is slow or away: until then, `cancel()` returns
  * true for a call that may already run; its future stays cancelled and its outcome is dropped.
  *
- * The executor holds Redis connections: `shutdown()` it when done.
+ * The executor holds connections to its store: `shutdown()` it when done.
  *
  * @example
  * ```ts
@@ -167,11 +189,11 @@ export class BullMQExecutor implements Executor {
   readonly #queue: string;
   readonly #where: string;
 
-  /** Check `options` and connect to Redis in the background; calls submitted meanwhile wait. */
+  /** Check `options` and connect to the store in the background; calls submitted meanwhile wait. */
   constructor(options: BullMQExecutorOptions) {
     const caller = 'BullMQExecutor';
     const checked = checkOptionsObject(options, caller);
-    const backend = resolveBackend(checked.connection, caller);
+    const backend = resolveBackend(checked.connection, caller, checkMigrate(checked.migrate, caller));
     const queue = checkName(checked.queue, 'queue', DEFAULT_QUEUE, caller);
     const prefix = checkName(checked.prefix, 'prefix', DEFAULT_PREFIX, caller);
     const jobOptions = checked.defaultJobOptions;
@@ -260,8 +282,8 @@ export class BullMQExecutor implements Executor {
 }
 
 /**
- * Configure `serveBullMQ`: where Redis is, which queue, how many jobs at once, and which modules
- * jobs may name.
+ * Configure `serveBullMQ`: where Redis or PostgreSQL is, which queue, how many jobs at once, and
+ * which modules jobs may name.
  *
  * @example
  * ```ts
@@ -273,12 +295,14 @@ export class BullMQExecutor implements Executor {
  * ```
  */
 export interface ServeBullMQOptions {
-  /** The Redis holding the queue. */
-  connection: RedisConnection;
+  /** The store holding the queue: Redis or PostgreSQL, as `BullMQExecutorOptions.connection` says. */
+  connection: RedisConnection | PostgresConnection;
   /** The queue to serve (default `'multiloop'`). */
   queue?: string;
-  /** BullMQ's key prefix (default `'bull'`). */
+  /** BullMQ's key prefix on Redis (default `'bull'`). */
   prefix?: string;
+  /** PostgreSQL only: migrate a database without BullMQ's schema and make multiloop's tables on connecting (default true); with false, such a database fails the start. */
+  migrate?: boolean;
   /** The most jobs run at once in this process (default 16); the calls of one job run one after the other. */
   concurrency?: number;
   /**
@@ -373,7 +397,7 @@ export function serveBullMQ(options: ServeBullMQOptions): YieldablePromise<BullM
 async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
   const caller = 'serveBullMQ()';
   const checked = checkOptionsObject(options, caller);
-  const backend = resolveBackend(checked.connection, caller);
+  const backend = resolveBackend(checked.connection, caller, checkMigrate(checked.migrate, caller));
   const queueName = checkName(checked.queue, 'queue', DEFAULT_QUEUE, caller);
   const prefix = checkName(checked.prefix, 'prefix', DEFAULT_PREFIX, caller);
   const concurrency = checkCount(checked.concurrency, 'concurrency', 16, 1, caller);

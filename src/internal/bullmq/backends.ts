@@ -6,6 +6,7 @@
 import type { JobsOptions, Processor, Worker } from 'bullmq';
 import { repr } from '../format.js';
 import type { QueuePort, RunnerChannel } from './channels.js';
+import { postgresBackend } from './postgres.js';
 import { redisBackend } from './redis.js';
 
 /** BullMQ, as `import('bullmq')` gives it. */
@@ -21,9 +22,9 @@ export interface WorkerSettings {
 
 /** A store BullMQ runs on, and the channels beside it. */
 export interface Backend {
-  /** The server's name in messages: 'Redis'. */
+  /** The server's name in messages: 'Redis', 'PostgreSQL'. */
   readonly server: string;
-  /** The server's name in a repr: 'redis'. */
+  /** The server's name in a repr: 'redis', 'postgres'. */
   readonly scheme: string;
   /** `host:port`, without credentials. */
   readonly where: string;
@@ -35,16 +36,22 @@ export interface Backend {
   runnerChannel(worker: Worker, name: string, prefix: string): Promise<RunnerChannel>;
 }
 
+/** What a connection option may be, for messages. */
+const CONNECTIONS = 'a redis://, rediss:// or postgres:// URL, an object of Redis host and port, or { postgres: pg.PoolConfig }';
+
 /**
- * Check `connection` (option `connection` of `caller`) and make the backend it names.
+ * Check `connection` (option `connection` of `caller`) and make the backend it names: Redis for
+ * a `redis://` or `rediss://` URL or an object of host and port, PostgreSQL for a `postgres://`
+ * or `postgresql://` URL or `{ postgres: config }`. With `migrate`, a PostgreSQL backend brings
+ * a fresh database to BullMQ's schema and makes multiloop's tables (Redis needs none).
  *
  * @example
  * ```ts
- * const backend = resolveBackend('redis://127.0.0.1:6390', 'BullMQExecutor');
+ * const backend = resolveBackend('redis://127.0.0.1:6390', 'BullMQExecutor', true);
  * backend.where; // '127.0.0.1:6390'
  * ```
  */
-export function resolveBackend(connection: unknown, caller: string): Backend {
+export function resolveBackend(connection: unknown, caller: string, migrate: boolean): Backend {
   if (typeof connection === 'string') {
     let url: URL;
     try {
@@ -52,15 +59,15 @@ export function resolveBackend(connection: unknown, caller: string): Backend {
     } catch {
       // Said without what may be credentials: messages end up in logs.
       const shown = connection.replace(/\/\/[^/]*@/, '//***@');
-      throw new TypeError(`${caller}: options.connection must be a redis:// or rediss:// URL or an object of host and port, got ${repr(shown)}`);
+      throw new TypeError(`${caller}: options.connection must be ${CONNECTIONS}, got ${repr(shown)}`);
     }
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-      throw new TypeError(`${caller}: options.connection must be a redis:// or rediss:// URL, got the ${url.protocol} URL ${repr(url.host)}`);
-    }
-    return redisBackend(url, caller);
+    if (url.protocol === 'redis:' || url.protocol === 'rediss:') return redisBackend(url, caller);
+    if (url.protocol === 'postgres:' || url.protocol === 'postgresql:') return postgresBackend(connection, url, null, caller, migrate);
+    throw new TypeError(`${caller}: options.connection must be a redis://, rediss:// or postgres:// URL, got the ${url.protocol} URL ${repr(url.host)}`);
   }
   if (typeof connection !== 'object' || connection === null) {
-    throw new TypeError(`${caller}: options.connection must be a redis:// URL or an object of host and port, got ${repr(connection)}`);
+    throw new TypeError(`${caller}: options.connection must be ${CONNECTIONS}, got ${repr(connection)}`);
   }
+  if (Object.hasOwn(connection, 'postgres')) return postgresBackend(null, null, (connection as { postgres: unknown }).postgres, caller, migrate);
   return redisBackend(connection, caller);
 }
