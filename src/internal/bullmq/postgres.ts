@@ -176,9 +176,14 @@ class Listener {
     this.#events = events;
   }
 
-  /** Connect and listen; rejects when the first try fails. */
+  /** Connect and listen; rejects when the first try fails (and tries no more). */
   async start(): Promise<void> {
-    await this.#connect();
+    try {
+      await this.#connect();
+    } catch (error) {
+      this.close();
+      throw error;
+    }
   }
 
   async #connect(): Promise<void> {
