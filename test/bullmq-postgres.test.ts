@@ -1,8 +1,9 @@
 /**
  * BullMQExecutor and serveBullMQ on PostgreSQL (BullMQ 6's PostgreSQL backend), with a real
- * postgres and real worker processes: results and packing, the allow list, statistics,
- * cancellation of waiting and running calls, a worker SIGKILLed mid-job, a forged outcome row,
- * and BullMQ's schema made on a fresh database (or not, with migrate off).
+ * postgres and real worker processes: results and packing, a job over 1 MiB, the allow list,
+ * statistics, cancellation of waiting and running calls, a worker SIGKILLed mid-job, a forged
+ * outcome row, SIGTERM with PostgreSQL gone, and BullMQ's schema made on a fresh database (or
+ * not, with migrate off).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -126,6 +127,16 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
     // The marks of completed jobs go with them.
     await until(async () => (await postgres.query('SELECT 1 FROM bullmq.multiloop_call_marks')).length === 0, 'the marks are gone');
   }, 30_000);
+
+  it('runs a job larger than 1 MiB, counting its decode in the database until it ended', async () => {
+    await serve('large');
+    const made = executor('large');
+    const bytes = new Uint8Array(1_200_000).fill(7);
+    const back = (await resultOf(made.submit(echo, bytes))) as Uint8Array;
+    expect([back.length, back[0], back[1_199_999]]).toEqual([1_200_000, 7, 7]);
+    // The count went back to 0 once decoded, and the job's row went once BullMQ completed it.
+    await until(async () => (await postgres.query("SELECT 1 FROM bullmq.multiloop_call_marks WHERE queue = 'large'")).length === 0, 'the marks are gone');
+  });
 
   it('brings errors back with their class, and refuses a module not on the allow list without importing it', async () => {
     // Trust authentication takes any password: the worker's line says where it serves without it.
@@ -298,6 +309,19 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
     expect(await resultOf(made.submit(add, 40, 2))).toBe(42);
     const tables = await postgres.query<{ name: string }>("SELECT to_regclass('bullmq.multiloop_outcome')::text AS name UNION ALL SELECT to_regclass('bullmq.job')::text");
     expect(tables.map((row) => row.name)).toEqual(['bullmq.multiloop_outcome', 'bullmq.job']);
+  }, 30_000);
+
+  it('ends a worker on SIGTERM after --grace when PostgreSQL is gone', async () => {
+    const doomed = await startPostgres();
+    try {
+      const worker = await serve('gone', ['--grace', '1'], doomed.url);
+      await doomed.stop();
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      expect(worker.output()).toMatch(/multiloop worker: closed\n$/);
+    } finally {
+      await doomed.stop();
+    }
   }, 30_000);
 
   it('serves in this process with a { postgres: config } connection and a schema of its own', async () => {
