@@ -304,11 +304,25 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
       /the worker exited before serving:\nmultiloop worker: cannot start: the database has no BullMQ schema 'bullmq' and options\.migrate is false/,
     );
 
+    // BullMQ's schema alone (migrated by BullMQ itself) is not enough: multiloop's tables are named.
+    const bullmqOnly = new Queue('fresh', { connection: { connectionString: fresh, migrate: true } }, createPostgresBackend);
+    await bullmqOnly.waitUntilReady();
+    await bullmqOnly.close();
+    const stillRefusing = executor('fresh', { connection: fresh, migrate: false });
+    const missing = await errorOf(stillRefusing.submit(add, 1, 2));
+    expect(missing.message).toMatch(
+      /^cannot use the BullMQ queue on PostgreSQL at 127\.0\.0\.1:\d+: the database has no multiloop tables \(multiloop_outcome, multiloop_call_marks\) in schema 'bullmq' and options\.migrate is false: let an executor or a worker with migrate on make them once, or make them as the README \(Scaling out\) shows$/,
+    );
+
     await serve('fresh', [], fresh);
     const made = executor('fresh', { connection: fresh });
     expect(await resultOf(made.submit(add, 40, 2))).toBe(42);
-    const tables = await postgres.query<{ name: string }>("SELECT to_regclass('bullmq.multiloop_outcome')::text AS name UNION ALL SELECT to_regclass('bullmq.job')::text");
-    expect(tables.map((row) => row.name)).toEqual(['bullmq.multiloop_outcome', 'bullmq.job']);
+    const tables = await postgres.query<{ name: string }>(
+      "SELECT to_regclass('bullmq.multiloop_outcome')::text AS name UNION ALL SELECT to_regclass('bullmq.multiloop_call_marks')::text",
+      [],
+      'fresh',
+    );
+    expect(tables.map((row) => row.name)).toEqual(['bullmq.multiloop_outcome', 'bullmq.multiloop_call_marks']);
   }, 30_000);
 
   it('ends a worker on SIGTERM after --grace when PostgreSQL is gone', async () => {

@@ -70,8 +70,8 @@ export interface PostgresServer {
   readonly port: number;
   /** `postgres://postgres@127.0.0.1:<port>/postgres`. */
   readonly url: string;
-  /** Run `sql` on a connection of its own and return the rows. */
-  query<T = Record<string, unknown>>(sql: string, values?: unknown[]): Promise<T[]>;
+  /** Run `sql` on a connection of its own to `database` (default `postgres`) and return the rows. */
+  query<T = Record<string, unknown>>(sql: string, values?: unknown[], database?: string): Promise<T[]>;
   /** Stop it (immediate shutdown) and remove its cluster. */
   stop(): Promise<void>;
 }
@@ -107,8 +107,8 @@ export async function startPostgres(): Promise<PostgresServer> {
   return {
     port,
     url,
-    async query<T>(sql: string, values?: unknown[]): Promise<T[]> {
-      const client = new pg.Client({ connectionString: url });
+    async query<T>(sql: string, values?: unknown[], database = 'postgres'): Promise<T[]> {
+      const client = new pg.Client({ connectionString: url.replace(/\/postgres$/, `/${database}`) });
       await client.connect();
       try {
         return (await client.query(sql, values)).rows as T[];

@@ -545,7 +545,7 @@ class PostgresBackend implements Backend {
       if (rows[0]?.made !== true) {
         throw new Error(
           `the database has no multiloop tables (multiloop_outcome, multiloop_call_marks) in schema ${repr(this.#schema)} and options.migrate is false: ` +
-            'leave migrate on once (an executor or a worker makes them), or make them as src/internal/bullmq/postgres.ts does',
+            'let an executor or a worker with migrate on make them once, or make them as the README (Scaling out) shows',
         );
       }
     }
