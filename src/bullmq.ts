@@ -1,40 +1,35 @@
 /**
  * An executor on a distributed engine: `BullMQExecutor` sends WorkerFns as BullMQ jobs through
- * Redis, and `serveBullMQ` runs them in worker processes on any number of machines (no asyncio
- * counterpart: the part concurrent.futures' ProcessPoolExecutor plays on one machine).
+ * Redis or PostgreSQL, and `serveBullMQ` runs them in worker processes on any number of machines
+ * (no asyncio counterpart: the part concurrent.futures' ProcessPoolExecutor plays on one machine).
  *
  * The one module that uses BullMQ, and only through a dynamic import made when an executor or
  * a worker is created: importing multiloop costs nothing for those who never use it. What
- * travels is described in internal/bullmq-wire.ts; the executor's engine is
- * internal/bullmq-caller.ts, the worker's is internal/bullmq-runner.ts.
+ * travels is described in internal/bullmq/wire.ts; the executor's engine is
+ * internal/bullmq/caller.ts, the worker's is internal/bullmq/runner.ts; both reach the store
+ * through internal/bullmq/channels.ts (redis.ts, postgres.ts).
  */
 import type { YieldablePromise } from './coroutines.js';
 import { yieldable } from './internal/yieldable.js';
-import type { Job, JobsOptions, Queue, Worker } from 'bullmq';
+import type { Job, JobsOptions, Worker } from 'bullmq';
 import type { EventLoop } from './base-events.js';
 import { newEventLoop } from './events.js';
 import type { Executor } from './executor.js';
 import { INSPECT, repr } from './internal/format.js';
-import { CallerEngine, type AddedJob, type QueuePort } from './internal/bullmq-caller.js';
-import { JobRunner, allowList } from './internal/bullmq-runner.js';
-import {
-  DEFAULT_MAX_JOB_BYTES,
-  DEFAULT_MAX_OUTCOME_BYTES,
-  DEFAULT_PREFIX,
-  DEFAULT_QUEUE,
-  MAX_OUTCOME_BYTES,
-  QueueKeys,
-  resolveConnection,
-  type RedisConnection,
-  type RedisLike,
-  type ResolvedConnection,
-} from './internal/bullmq-wire.js';
+import { resolveBackend } from './internal/bullmq/backends.js';
+import { CallerEngine } from './internal/bullmq/caller.js';
+import type { RunnerChannel } from './internal/bullmq/channels.js';
+import type { PostgresConnection } from './internal/bullmq/postgres.js';
+import type { RedisConnection } from './internal/bullmq/redis.js';
+import { JobRunner, allowList } from './internal/bullmq/runner.js';
+import { DEFAULT_MAX_JOB_BYTES, DEFAULT_MAX_OUTCOME_BYTES, DEFAULT_PREFIX, DEFAULT_QUEUE, MAX_OUTCOME_BYTES } from './internal/bullmq/wire.js';
 import type { ConcurrentFuture } from './internal/concurrent-future.js';
 import { _getRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
 
-export type { RedisConnection } from './internal/bullmq-wire.js';
+export type { PostgresConnection } from './internal/bullmq/postgres.js';
+export type { RedisConnection } from './internal/bullmq/redis.js';
 
 /** Milliseconds a closing worker gives its abandoned jobs to go back to the queue before it drops its connections. */
 const HAND_BACK_MS = 1000;
@@ -48,7 +43,8 @@ function loadBullMQ(): Promise<typeof import('bullmq')> {
 }
 
 /**
- * Configure a `BullMQExecutor`: where Redis is, which queue, and what BullMQ job options apply.
+ * Configure a `BullMQExecutor`: where Redis or PostgreSQL is, which queue, and what BullMQ job
+ * options apply.
  *
  * @example
  * ```ts
@@ -62,12 +58,22 @@ function loadBullMQ(): Promise<typeof import('bullmq')> {
  * ```
  */
 export interface BullMQExecutorOptions {
-  /** The Redis (>= 6.2) holding the queue: a `redis://` URL or host, port and credentials. */
-  connection: RedisConnection;
+  /**
+   * The store holding the queue: Redis (>= 6.2), a `redis://` URL or host, port and credentials;
+   * or PostgreSQL (>= 13, through BullMQ's PostgreSQL backend), a `postgres://` URL or
+   * `{ postgres: pg.PoolConfig }` (with BullMQ's `schema` when not `'bullmq'`).
+   */
+  connection: RedisConnection | PostgresConnection;
   /** The BullMQ queue's name (default `'multiloop'`); workers must serve the same one. */
   queue?: string;
-  /** BullMQ's key prefix (default `'bull'`); workers must use the same one. */
+  /** BullMQ's key prefix on Redis (default `'bull'`); workers must use the same one. PostgreSQL ignores it (its `schema` is the namespace). */
   prefix?: string;
+  /**
+   * PostgreSQL only: whether a database without BullMQ's schema (or an older one) is migrated
+   * to it, and multiloop's two tables made, on connecting (default true). With false, an
+   * executor on a database not migrated fails its calls with a RuntimeError saying so.
+   */
+  migrate?: boolean;
   /**
    * BullMQ job options applied to every job (`attempts`, `backoff`, `priority`, ...). A call that
    * throws is run again while attempts are left; its error comes back from the last one. `jobId`
@@ -78,11 +84,13 @@ export interface BullMQExecutorOptions {
    * Seconds the futures of sent and waiting jobs wait for an unreachable Redis (down, restarting,
    * the network) before they fail with a RuntimeError saying so (default 30; `Infinity` waits
    * for good). While Redis is back in time, nothing is lost: jobs it lost (a restart without
-   * persistence) are sent again.
+   * persistence) are sent again. On PostgreSQL the same holds for sent jobs, but the server must
+   * be reachable when the executor starts, and a call sent while it is away fails after three
+   * tries to add its job.
    */
   unreachableTimeout?: number;
   /**
-   * The most bytes one BullMQ job's data may take in Redis (default 16 MiB): a call whose
+   * The most bytes one BullMQ job's data may take in its store (default 16 MiB): a call whose
    * arguments alone need more fails with a RangeError naming both, and nothing of it is sent.
    * Workers refuse larger jobs by their own `maxJobBytes`.
    */
@@ -123,6 +131,12 @@ function checkName(value: unknown, name: string, fallback: string, caller: strin
   return value;
 }
 
+function checkMigrate(value: unknown, caller: string): boolean {
+  if (value === undefined) return true;
+  if (typeof value !== 'boolean') throw new TypeError(`${caller}: options.migrate must be a boolean, got ${repr(value)}`);
+  return value;
+}
+
 function checkOptionsObject(options: unknown, caller: string): Record<string, unknown> {
   if (typeof options !== 'object' || options === null) throw new TypeError(`${caller} needs an options object with a connection, got ${repr(options)}`);
   return options as Record<string, unknown>;
@@ -130,7 +144,7 @@ function checkOptionsObject(options: unknown, caller: string): Record<string, un
 
 /**
  * Run WorkerFns in worker processes (`serveBullMQ`, `npx multiloop worker`) on any machine that
- * reaches the same Redis, through a BullMQ queue: `loop.runInExecutor(executor, fn, ...args)`
+ * reaches the same Redis or PostgreSQL, through a BullMQ queue: `loop.runInExecutor(executor, fn, ...args)`
  * as with the local pool.
  *
  * `fn` names its module by a specifier the workers resolve — a path relative to the worker's
@@ -156,11 +170,11 @@ function checkOptionsObject(options: unknown, caller: string): Record<string, un
  * aborts in its worker, and the future settles with what the call returns or throws. All the
  * calls of a job count as started when its worker starts it (as the calls a ProcessPoolExecutor
  * moved to its call queue). The notice is written when the job first waits (a call that ends
- * without waiting sends its outcome instead) and arrives a Redis round trip and a turn of this
- * process's event loop later, longer while Redis is slow or away: until then, `cancel()` returns
+ * without waiting sends its outcome instead) and arrives a round trip to the store and a turn of
+ * this process's event loop later, longer while the store is slow or away: until then, `cancel()` returns
  * true for a call that may already run; its future stays cancelled and its outcome is dropped.
  *
- * The executor holds Redis connections: `shutdown()` it when done.
+ * The executor holds connections to its store: `shutdown()` it when done.
  *
  * @example
  * ```ts
@@ -175,11 +189,11 @@ export class BullMQExecutor implements Executor {
   readonly #queue: string;
   readonly #where: string;
 
-  /** Check `options` and connect to Redis in the background; calls submitted meanwhile wait. */
+  /** Check `options` and connect to the store in the background; calls submitted meanwhile wait. */
   constructor(options: BullMQExecutorOptions) {
     const caller = 'BullMQExecutor';
     const checked = checkOptionsObject(options, caller);
-    const connection = resolveConnection(checked.connection, caller);
+    const backend = resolveBackend(checked.connection, caller, checkMigrate(checked.migrate, caller));
     const queue = checkName(checked.queue, 'queue', DEFAULT_QUEUE, caller);
     const prefix = checkName(checked.prefix, 'prefix', DEFAULT_PREFIX, caller);
     const jobOptions = checked.defaultJobOptions;
@@ -192,11 +206,11 @@ export class BullMQExecutor implements Executor {
     }
     const maxJobBytes = checkCount(checked.maxJobBytes, 'maxJobBytes', DEFAULT_MAX_JOB_BYTES, 1, caller);
     this.#queue = queue;
-    this.#where = connection.where;
+    this.#where = `${backend.scheme}=${backend.where}`;
     const defaultJobOptions: JobsOptions = { removeOnComplete: true, removeOnFail: true, ...(jobOptions as JobsOptions | undefined) };
-    this.#engine = new CallerEngine(() => openQueue(queue, prefix, connection, defaultJobOptions), {
-      keys: new QueueKeys(prefix, queue),
-      where: connection.where,
+    this.#engine = new CallerEngine(async (executorId) => backend.openQueue(await loadBullMQ(), queue, prefix, defaultJobOptions, executorId), {
+      server: backend.server,
+      where: backend.where,
       unreachableTimeout,
       maxJobBytes,
     });
@@ -263,55 +277,13 @@ export class BullMQExecutor implements Executor {
 
   toString(): string {
     const { queueSize, inFlight, completed } = this.#engine.statistics();
-    return `<BullMQExecutor queue=${repr(this.#queue)} redis=${this.#where} queued=${queueSize} in_flight=${inFlight} completed=${completed}>`;
+    return `<BullMQExecutor queue=${repr(this.#queue)} ${this.#where} queued=${queueSize} in_flight=${inFlight} completed=${completed}>`;
   }
 }
 
-/** Open the BullMQ queue of an executor. */
-async function openQueue(name: string, prefix: string, connection: ResolvedConnection, defaultJobOptions: JobsOptions): Promise<QueuePort> {
-  const { Queue: QueueClass } = await loadBullMQ();
-  const queue: Queue = new QueueClass(name, { connection: connection.options, prefix, defaultJobOptions });
-  // Without a listener, an EventEmitter throws its 'error' events.
-  let onError: (error: Error) => void = () => undefined;
-  queue.on('error', (error: Error) => onError(error));
-  // BullMQ 6 keeps the raw client on its Redis backend (Queue#client is gone).
-  const client = queue.getBackend().client as unknown as Promise<RedisLike>;
-  let connected: RedisLike | null = null;
-  client.then(
-    (ready) => (connected = ready),
-    () => undefined,
-  );
-  return {
-    async addBulk(jobs: AddedJob[]): Promise<void> {
-      if (jobs.length === 1) {
-        const [job] = jobs as [AddedJob];
-        await queue.add(job.name, job.data, job.opts);
-      } else {
-        await queue.addBulk(jobs.map((job) => ({ name: job.name, data: job.data, opts: job.opts })));
-      }
-    },
-    async remove(jobId: string): Promise<boolean> {
-      return (await queue.remove(jobId)) === 1;
-    },
-    client,
-    onError(listener: (error: Error) => void): void {
-      onError = listener;
-    },
-    async close(force: boolean): Promise<void> {
-      // BullMQ's close() drops a connection never made, but waits for Redis to quit one that
-      // was: with Redis away, that is for good. Its backend closed with force drops it.
-      if (force) {
-        connected?.disconnect();
-        await queue.getBackend().close(true);
-      }
-      await queue.close();
-    },
-  };
-}
-
 /**
- * Configure `serveBullMQ`: where Redis is, which queue, how many jobs at once, and which modules
- * jobs may name.
+ * Configure `serveBullMQ`: where Redis or PostgreSQL is, which queue, how many jobs at once, and
+ * which modules jobs may name.
  *
  * @example
  * ```ts
@@ -323,12 +295,14 @@ async function openQueue(name: string, prefix: string, connection: ResolvedConne
  * ```
  */
 export interface ServeBullMQOptions {
-  /** The Redis holding the queue. */
-  connection: RedisConnection;
+  /** The store holding the queue: Redis or PostgreSQL, as `BullMQExecutorOptions.connection` says. */
+  connection: RedisConnection | PostgresConnection;
   /** The queue to serve (default `'multiloop'`). */
   queue?: string;
-  /** BullMQ's key prefix (default `'bull'`). */
+  /** BullMQ's key prefix on Redis (default `'bull'`). */
   prefix?: string;
+  /** PostgreSQL only: migrate a database without BullMQ's schema and make multiloop's tables on connecting (default true); with false, such a database fails the start. */
+  migrate?: boolean;
   /** The most jobs run at once in this process (default 16); the calls of one job run one after the other. */
   concurrency?: number;
   /**
@@ -423,7 +397,7 @@ export function serveBullMQ(options: ServeBullMQOptions): YieldablePromise<BullM
 async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
   const caller = 'serveBullMQ()';
   const checked = checkOptionsObject(options, caller);
-  const connection = resolveConnection(checked.connection, caller);
+  const backend = resolveBackend(checked.connection, caller, checkMigrate(checked.migrate, caller));
   const queueName = checkName(checked.queue, 'queue', DEFAULT_QUEUE, caller);
   const prefix = checkName(checked.prefix, 'prefix', DEFAULT_PREFIX, caller);
   const concurrency = checkCount(checked.concurrency, 'concurrency', 16, 1, caller);
@@ -444,18 +418,20 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
   const maxOutcomeBytes = checkCount(checked.maxOutcomeBytes, 'maxOutcomeBytes', DEFAULT_MAX_OUTCOME_BYTES, 1, caller);
   if (maxOutcomeBytes > MAX_OUTCOME_BYTES) throw new RangeError(`${caller}: options.maxOutcomeBytes must be at most ${MAX_OUTCOME_BYTES} (the largest entry an executor reads), got ${maxOutcomeBytes}`);
 
-  const { Worker: WorkerClass, WaitingError } = await loadBullMQ();
-  const keys = new QueueKeys(prefix, queueName);
+  const bullmq = await loadBullMQ();
+  const { WaitingError } = bullmq;
   let loop: EventLoop | null = _getRunningLoop();
   let ownLoop: { loop: EventLoop; stopped: Promise<void> } | null = null;
   if (loop === null) {
     loop = newEventLoop();
     ownLoop = { loop, stopped: loop.runForever() };
   }
-  const runner = new JobRunner({ keys, allow, root, loop, maxJobBytes, maxOutcomeBytes, maxStalledCount });
+  const runner = new JobRunner({ allow, root, loop, maxJobBytes, maxOutcomeBytes, maxStalledCount });
   let lastError = '';
-  const worker: Worker = new WorkerClass(
+  const worker: Worker = backend.openWorker(
+    bullmq,
     queueName,
+    prefix,
     async (job: Job, token?: string): Promise<void> => {
       const end = await runner.process(job);
       if (end === 'handed-back') {
@@ -463,24 +439,22 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
         throw new WaitingError();
       }
     },
-    { connection: connection.options, prefix, concurrency, lockDuration, stalledInterval, maxStalledCount, autorun: false },
+    { concurrency, lockDuration, stalledInterval, maxStalledCount },
   );
   worker.on('completed', (job: Job) => runner.jobCompleted(job));
   worker.on('failed', (job: Job | undefined, error: Error) => runner.jobFailed(job, error, job?.finishedOn !== undefined));
   worker.on('error', (error: Error) => {
-    // Redis away repeats the same error every retry: say it once.
+    // A server away repeats the same error every retry: say it once.
     if (error.message !== lastError) logger.warning(`serveBullMQ: ${error.message}`);
     lastError = error.message;
   });
 
-  let subscriber: RedisLike | null = null;
+  let channel: RunnerChannel | null = null;
   const started = async (): Promise<void> => {
-    const client = (await worker.getBackend().client) as unknown as RedisLike;
-    runner.attach(client);
-    subscriber = client.duplicate();
-    subscriber.on('error', () => undefined);
-    subscriber.on('message', (_channel: string, message: string) => runner.cancelRequested(message));
-    await subscriber.subscribe(keys.cancelChannel);
+    const opened = await backend.runnerChannel(worker, queueName, prefix);
+    channel = opened;
+    runner.attach(opened);
+    await opened.subscribe((message) => runner.cancelRequested(message));
     worker.run().catch((error: unknown) => logger.error('serveBullMQ: the worker stopped', error));
     await worker.waitUntilReady();
   };
@@ -495,14 +469,14 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
   const dropped = new Promise<void>((resolve) => {
     drop = resolve;
   });
-  /** Abandon the running calls; their jobs go back to the queue, or, when that cannot be done in time (Redis away), the connections are dropped. */
+  /** Abandon the running calls; their jobs go back to the queue, or, when that cannot be done in time (the server away), the connections are dropped. */
   const abandon = (): void => {
     runner.handBack();
     dropTimer ??= setTimeout(() => {
       // The jobs still held are recovered as stalled ones once their locks expire.
       worker.disconnect().catch(() => undefined);
-      (subscriber as RedisLike | null)?.disconnect();
-      // BullMQ's close() may still wait for Redis (a job's move back to wait): it is not waited for.
+      (channel as RunnerChannel | null)?.close();
+      // BullMQ's close() may still wait for the server (a job's move back to wait): it is not waited for.
       drop();
     }, HAND_BACK_MS).unref();
   };
@@ -511,7 +485,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
     signals++;
     if (signals === 1) void close({ timeout: closeTimeout });
     else if (signals === 2) abandon();
-    // A close that cannot finish (Redis away): the jobs still held are recovered as stalled ones.
+    // A close that cannot finish (the server away): the jobs still held are recovered as stalled ones.
     else process.exit(130);
   };
   const close = (closeOptions?: { timeout?: number }): YieldablePromise<void> => {
@@ -524,8 +498,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
       } finally {
         if (timer !== null) clearTimeout(timer);
         if (dropTimer !== null) clearTimeout(dropTimer);
-        const sub = subscriber as RedisLike | null;
-        sub?.disconnect();
+        (channel as RunnerChannel | null)?.close();
         if (handleSignals) {
           process.off('SIGTERM', onSignal);
           process.off('SIGINT', onSignal);

@@ -1,6 +1,6 @@
 /**
  * `multiloop worker`: a process that serves a BullMQ queue (`serveBullMQ`) until SIGTERM or
- * SIGINT, for `BullMQExecutor`s on any machine that reaches the same Redis.
+ * SIGINT, for `BullMQExecutor`s on any machine that reaches the same Redis or PostgreSQL.
  */
 import { readFileSync } from 'node:fs';
 import { serveBullMQ, type BullMQWorker } from './bullmq.js';
@@ -10,13 +10,16 @@ const USAGE = `Usage: multiloop worker --allow SPEC[,SPEC...] [options]
 Run jobs of a BullMQ queue sent by BullMQExecutor, until SIGTERM or SIGINT.
 
 Options:
-  --connection URL     the Redis to serve (--redis URL is the same); a URL given here is visible
-                       to every local user (ps, /proc): keep passwords in one of these instead:
+  --connection URL     the Redis (redis://, rediss://) or PostgreSQL (postgres://) to serve
+                       (--redis URL is the same); a URL given here is visible to every local
+                       user (ps, /proc): keep passwords in one of these instead:
   --connection-env NAME  the URL is in environment variable NAME
   --connection-file PATH the URL is the content of file PATH
                        (default: $MULTILOOP_CONNECTION, else $REDIS_URL, else redis://127.0.0.1:6379)
   --queue NAME         queue to serve (default: multiloop)
-  --prefix PREFIX      BullMQ key prefix (default: bull)
+  --prefix PREFIX      BullMQ key prefix on Redis (default: bull)
+  --no-migrate         PostgreSQL: do not migrate a database without BullMQ's schema, nor make
+                       multiloop's tables (then such a database fails the start)
   --concurrency N      the most jobs run at once (default: 16)
   --allow SPECS        modules jobs may name, comma-separated (repeatable): ./relative paths
                        (from --root), package names, file: URLs or absolute paths
@@ -58,16 +61,22 @@ interface Parsed {
   values: Map<string, string>;
   allow: string[];
   help: boolean;
+  migrate: boolean;
 }
 
 function parse(argv: readonly string[]): Parsed {
   const values = new Map<string, string>();
   const allow: string[] = [];
   let help = false;
+  let migrate = true;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === '--help' || arg === '-h') {
       help = true;
+      continue;
+    }
+    if (arg === '--no-migrate') {
+      migrate = false;
       continue;
     }
     const eq = arg.indexOf('=');
@@ -83,7 +92,7 @@ function parse(argv: readonly string[]): Parsed {
       throw new UsageError(key.startsWith('connection') ? 'give the connection once: --connection (--redis), --connection-env or --connection-file' : `${flag} is given twice`);
     } else values.set(key, value);
   }
-  return { values, allow, help };
+  return { values, allow, help, migrate };
 }
 
 class UsageError extends Error {}
@@ -122,6 +131,16 @@ function connectionUrl(values: Map<string, string>): string {
     return url;
   }
   return process.env.MULTILOOP_CONNECTION || process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+}
+
+/** The URL without credentials (in its user part, or a PostgreSQL URL's query) for the line that says where the worker serves. */
+function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+  } catch {
+    return url.replace(/\/\/[^@/]*@/, '//').replace(/\?.*$/, '');
+  }
 }
 
 /**
@@ -166,9 +185,9 @@ export async function workerCommand(argv: string[]): Promise<number> {
     process.stderr.write(`multiloop worker: ${error.message}\n\n${USAGE}`);
     return 2;
   }
-  let redis: string;
+  let url: string;
   try {
-    redis = connectionUrl(parsed.values);
+    url = connectionUrl(parsed.values);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     process.stderr.write(`multiloop worker: ${error.message}\n`);
@@ -178,8 +197,9 @@ export async function workerCommand(argv: string[]): Promise<number> {
   let worker: BullMQWorker;
   try {
     worker = await serveBullMQ({
-      connection: redis,
+      connection: url,
       queue,
+      migrate: parsed.migrate,
       prefix: parsed.values.get('prefix'),
       concurrency,
       allow: parsed.allow,
@@ -195,7 +215,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
     process.stderr.write(`multiloop worker: cannot start: ${(error as Error).message}\n`);
     return 1;
   }
-  const where = redis.replace(/\/\/[^@/]*@/, '//');
+  const where = shownUrl(url);
   process.stdout.write(`multiloop worker: serving queue '${queue}' on ${where} (pid ${process.pid}, concurrency ${concurrency ?? 16}, allow ${parsed.allow.join(', ')})\n`);
   await worker.closed;
   process.stdout.write('multiloop worker: closed\n');

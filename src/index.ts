@@ -92,6 +92,7 @@ export {
   type BullMQExecutorOptions,
   type BullMQExecutorStatistics,
   type BullMQWorker,
+  type PostgresConnection,
   type RedisConnection,
   type ServeBullMQOptions,
 } from './bullmq.js';

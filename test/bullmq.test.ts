@@ -16,7 +16,7 @@ import { newEventLoop } from '../src/events.js';
 import { ps } from '../src/ps.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
-import { decodeOutcomes, decodeRequest, encodeOutcomes, encodeRequest, jsonExact, type JobRequest } from '../src/internal/bullmq-wire.js';
+import { decodeOutcomes, decodeRequest, encodeOutcomes, encodeRequest, jsonExact, type JobRequest } from '../src/internal/bullmq/wire.js';
 import { registerClass } from '../src/transfer.js';
 import { workerFn } from '../src/worker-fn.js';
 import { Point, QuotaError } from './fixtures/geometry.mjs';
@@ -549,12 +549,16 @@ describe('BullMQ bad input', () => {
   it('refuses executor options that cannot work, naming them', () => {
     expect(() => new BullMQExecutor(undefined as never)).toThrow(/^BullMQExecutor needs an options object with a connection/);
     expect(() => new BullMQExecutor({ connection: 'http://localhost' })).toThrow(
-      new TypeError("BullMQExecutor: options.connection must be a redis:// or rediss:// URL, got the http: URL 'localhost'"),
+      new TypeError("BullMQExecutor: options.connection must be a redis://, rediss:// or postgres:// URL, got the http: URL 'localhost'"),
     );
-    expect(() => new BullMQExecutor({ connection: 42 as never })).toThrow(/options\.connection must be a redis:\/\/ URL or an object/);
+    expect(() => new BullMQExecutor({ connection: 42 as never })).toThrow(
+      new TypeError('BullMQExecutor: options.connection must be a redis://, rediss:// or postgres:// URL, an object of Redis host and port, or { postgres: pg.PoolConfig }, got 42'),
+    );
     // A URL that does not parse is shown without what may be its password.
     expect(() => new BullMQExecutor({ connection: 'redis://:s3cret@host:port' })).toThrow(
-      new TypeError("BullMQExecutor: options.connection must be a redis:// or rediss:// URL or an object of host and port, got 'redis://***@host:port'"),
+      new TypeError(
+        "BullMQExecutor: options.connection must be a redis://, rediss:// or postgres:// URL, an object of Redis host and port, or { postgres: pg.PoolConfig }, got 'redis://***@host:port'",
+      ),
     );
     expect(() => new BullMQExecutor({ connection: 'redis://x', maxJobBytes: 0 })).toThrow(new TypeError('BullMQExecutor: options.maxJobBytes must be an integer of at least 1, got 0'));
     expect(() => new BullMQExecutor({ connection: { port: 0 } })).toThrow(/options\.connection\.port must be an integer from 1 to 65535/);

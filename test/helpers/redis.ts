@@ -141,7 +141,8 @@ export async function startWorker(url: string | null, args: readonly string[], e
   void exited.then(() => (ended = true));
   await until(() => {
     if (ended) throw new Error(`the worker exited before serving:\n${output}`);
-    return output.includes('multiloop worker: serving');
+    // At the start of a line: the usage a worker prints for a bad command line names the line too.
+    return /^multiloop worker: serving/m.test(output);
   }, 'the worker serves');
   return { child, pid: child.pid as number, output: () => output, exited };
 }

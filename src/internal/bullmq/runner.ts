@@ -9,8 +9,8 @@
  * for up to SLICE_MS, then the runner lets the event loop turn, so BullMQ renews its locks, cancel
  * requests arrive, and outcomes go out.
  *
- * Outcomes that end in the same turn go out as one entry (see bullmq-wire.ts). A job run again
- * — its worker died, BullMQ retries it, or it was handed back — skips the calls its bitmaps mark
+ * Outcomes that end in the same turn go out as one entry (see wire.ts). A job run again
+ * — its worker died, BullMQ retries it, or it was handed back — skips the calls its marks say are
  * done or cancelled. A call that throws fails its caller's future on the job's last attempt;
  * before that the job fails as a whole after its other calls ran, and BullMQ retries it (with its
  * backoff), running again only the calls that failed.
@@ -18,37 +18,34 @@
 import { performance } from 'node:perf_hooks';
 import { resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { EventLoop } from '../base-events.js';
-import { _isThenable, isCoroutine, type Coroutine } from '../coroutines.js';
-import { CancelledError, RuntimeError } from '../exceptions.js';
-import { _jobContext, _runAsJob, type JobSignalSource } from '../job-signal.js';
-import { logger } from '../log.js';
-import { typeName } from './format.js';
-import { isModuleSpecifier, moduleUrlOf, normalizeSpecifier, quoteName, shortName } from './module-ref.js';
-import { importUserModule } from './ts-loader.js';
-import { fromWire } from './wire.js';
-import { contextFor, isCarriedContext } from './travel.js';
-import type { Context } from '../contextvars.js';
+import type { EventLoop } from '../../base-events.js';
+import { _isThenable, isCoroutine, type Coroutine } from '../../coroutines.js';
+import { CancelledError, RuntimeError } from '../../exceptions.js';
+import { _jobContext, _runAsJob, type JobSignalSource } from '../../job-signal.js';
+import { logger } from '../../log.js';
+import { typeName } from '../format.js';
+import { isModuleSpecifier, moduleUrlOf, normalizeSpecifier, quoteName, shortName } from '../module-ref.js';
+import { importUserModule } from '../ts-loader.js';
+import { fromWire } from '../wire.js';
+import { contextFor, isCarriedContext } from '../travel.js';
+import type { Context } from '../../contextvars.js';
+import type { CallMarks, RunnerChannel } from './channels.js';
 import {
-  KEY_TTL_SECONDS,
   OUTCOME_ERROR,
   OUTCOME_JOB_ERROR,
   OUTCOME_VALUE,
   decodeRequest,
   encodeOutcomes,
   requestBytes,
-  report,
   wireFailure,
   wireValue,
   type JobRequest,
   type Outcome,
-  type QueueKeys,
-  type RedisLike,
-} from './bullmq-wire.js';
+} from './wire.js';
 
 /**
- * A job's request larger than this (base64 characters) is decoded only after Redis counted the
- * attempt: decoding it may take more memory than the worker has, and kill it each time.
+ * A job's request larger than this (base64 characters) is decoded only after the store counted
+ * the attempt: decoding it may take more memory than the worker has, and kill it each time.
  */
 const GUARDED_DECODE_BYTES = 1 << 20;
 
@@ -126,10 +123,9 @@ class RunningCall implements JobSignalSource {
 
 /** Outcomes of one job waiting to go out, and the writes that carry them. */
 class Reporter {
-  readonly #client: RedisLike;
-  readonly #keys: QueueKeys;
+  readonly #channel: RunnerChannel;
+  readonly #executorId: string;
   readonly #jobId: string;
-  readonly #stream: string;
   readonly #describe: (index: number) => string;
   /** Bytes of outcomes this job may still write (`maxOutcomeBytes`, less what its entries took). */
   #budget: number;
@@ -143,13 +139,12 @@ class Reporter {
   /** Whether a write failed. */
   #failed = false;
 
-  constructor(client: RedisLike, keys: QueueKeys, executorId: string, jobId: string, maxBytes: number, describe: (index: number) => string) {
+  constructor(channel: RunnerChannel, executorId: string, jobId: string, maxBytes: number, describe: (index: number) => string) {
     this.#budget = maxBytes;
     this.#maxBytes = maxBytes;
-    this.#client = client;
-    this.#keys = keys;
+    this.#channel = channel;
+    this.#executorId = executorId;
     this.#jobId = jobId;
-    this.#stream = keys.results(executorId);
     this.#describe = describe;
   }
 
@@ -202,7 +197,7 @@ class Reporter {
     let entry = encodeOutcomes(this.#jobId, outcomes, this.#describe);
     if (entry.length > this.#budget) {
       // Outcomes past the job's budget go as a short error each: a job of many calls that
-      // return (or throw) big values cannot fill Redis.
+      // return (or throw) big values cannot fill the store.
       for (const outcome of outcomes) {
         const failure = new RuntimeError(
           `the outcome of ${this.#describe(outcome[0])} was not sent back: the outcomes of job ${this.#jobId} would take more than ${this.#maxBytes} bytes (the worker's maxOutcomeBytes)`,
@@ -213,14 +208,12 @@ class Reporter {
       entry = encodeOutcomes(this.#jobId, outcomes, this.#describe);
     }
     this.#budget -= entry.length;
-    // Every outcome sets its call's bit, a lone call's too, and the bitmaps stay until BullMQ
-    // has the job completed (see JobRunner.jobCompleted): a job that lost its lock (Redis frozen
+    // Every outcome marks its call done, a lone call too, and the marks stay until BullMQ
+    // has the job completed (see JobRunner.jobCompleted): a job that lost its lock (the store frozen
     // past lockDuration) runs again, and must skip the calls whose outcomes went out.
-    await report(
-      this.#client,
-      this.#stream,
-      this.#keys.done(this.#jobId),
-      this.#keys.cancelled(this.#jobId),
+    await this.#channel.report(
+      this.#executorId,
+      this.#jobId,
       entry,
       false,
       outcomes.map((outcome) => outcome[0]),
@@ -228,12 +221,8 @@ class Reporter {
   }
 }
 
-/** Whether bit `index` of a Redis bitmap (a GET of it) is set. */
-function bitSet(bitmap: Buffer | null, index: number): boolean {
-  if (bitmap === null) return false;
-  const byte = index >> 3;
-  return byte < bitmap.length && ((bitmap[byte] as number) & (0x80 >> (index & 7))) !== 0;
-}
+/** No call marked: a job read without its marks. */
+const NONE_MARKED: CallMarks = { has: () => false };
 
 /** A job being processed here: its running call, and the calls cancelled while it runs. */
 interface JobState {
@@ -242,7 +231,6 @@ interface JobState {
 
 /** The settings of a runner. */
 export interface RunnerOptions {
-  readonly keys: QueueKeys;
   /** The modules jobs may name (see `allowList`). */
   readonly allow: ReadonlySet<string>;
   /** The directory `./relative` specifiers resolve against. */
@@ -259,14 +247,13 @@ export interface RunnerOptions {
 
 /** Runs the calls of BullMQ jobs in this process. */
 export class JobRunner {
-  readonly #keys: QueueKeys;
   readonly #allow: ReadonlySet<string>;
   readonly #rootUrl: string;
   readonly #loop: EventLoop;
   readonly #maxJobBytes: number;
   readonly #maxOutcomeBytes: number;
   readonly #maxStalledCount: number;
-  #client: RedisLike | null = null;
+  #channel: RunnerChannel | null = null;
 
   /** Functions resolved, by `exportName \0 module`; modules imported, by module. */
   readonly #functions = new Map<string, (...args: unknown[]) => unknown>();
@@ -290,7 +277,6 @@ export class JobRunner {
   readonly #handedBack: Promise<'handed-back'>;
 
   constructor(options: RunnerOptions) {
-    this.#keys = options.keys;
     this.#allow = options.allow;
     this.#rootUrl = pathToFileURL(resolvePath(options.root) + '/').href;
     this.#loop = options.loop;
@@ -302,9 +288,9 @@ export class JobRunner {
     });
   }
 
-  /** Use `client` for reports and bitmaps. */
-  attach(client: RedisLike): void {
-    this.#client = client;
+  /** Use `channel` for reports and marks. */
+  attach(channel: RunnerChannel): void {
+    this.#channel = channel;
   }
 
   /** A cancel request arrived on the cancel channel: `<jobId> <index>`. */
@@ -346,7 +332,7 @@ export class JobRunner {
    * BullMQ retry the job when calls failed on an attempt before its last.
    */
   async process(job: JobLike): Promise<JobEnd> {
-    const client = this.#client as RedisLike;
+    const channel = this.#channel as RunnerChannel;
     const jobId = String(job.id);
     let request: JobRequest;
     try {
@@ -355,12 +341,11 @@ export class JobRunner {
         throw new RangeError(`job ${jobId} takes ${bytes} bytes, more than this worker's maxJobBytes (${this.#maxJobBytes}): it was not decoded`);
       }
       if (bytes > GUARDED_DECODE_BYTES) {
-        // Counted in Redis before decoding: a worker that dies decoding leaves the count behind.
-        const decodes = this.#keys.decodes(jobId);
-        const [begun] = (await Promise.all([client.call('INCR', decodes), client.call('EXPIRE', decodes, KEY_TTL_SECONDS)])) as [number, unknown];
+        // Counted in the store before decoding: a worker that dies decoding leaves the count behind.
+        const begun = await channel.countDecode(jobId);
         if (begun - 1 > this.#maxStalledCount) throw new RuntimeError(this.#poisonMessage(jobId, begun - 1, bytes));
         request = decodeRequest(job.data);
-        client.call('DEL', decodes).catch(() => undefined);
+        channel.clearDecodes(jobId);
       } else {
         request = decodeRequest(job.data);
       }
@@ -370,9 +355,9 @@ export class JobRunner {
     }
     const count = request.at.length;
     const rerun = job.attemptsStarted > 1;
-    const bitmaps = count > 1 || rerun;
-    let done: Buffer | null = null;
-    let cancelled: Buffer | null = null;
+    const marked = count > 1 || rerun;
+    let done = NONE_MARKED;
+    let cancelled = NONE_MARKED;
     // The start notice goes before the job first waits: a lone call that ends at once needs none
     // (its outcome says more), the others must not be cancelled by their caller any more.
     let noticed = false;
@@ -381,16 +366,13 @@ export class JobRunner {
       noticed = true;
       this.#notice(job.name, jobId);
     };
-    if (bitmaps) {
+    if (marked) {
       notice();
-      [done, cancelled] = (await Promise.all([
-        client.callBuffer('GET', this.#keys.done(jobId)),
-        client.callBuffer('GET', this.#keys.cancelled(jobId)),
-      ])) as [Buffer | null, Buffer | null];
+      [done, cancelled] = await channel.marks(jobId);
     }
     const final = job.attemptsMade + 1 >= Math.max(1, job.opts.attempts ?? 1);
     const describe = (index: number): string => this.#describe(request, index);
-    const reporter = new Reporter(client, this.#keys, job.name, jobId, this.#maxOutcomeBytes, describe);
+    const reporter = new Reporter(channel, job.name, jobId, this.#maxOutcomeBytes, describe);
     const state: JobState = { skip: new Set() };
     this.#jobs.set(jobId, state);
     let failed = 0;
@@ -399,7 +381,7 @@ export class JobRunner {
     try {
       let sliceEnd = performance.now() + SLICE_MS;
       for (let i = 0; i < count; i++) {
-        if (bitSet(done, i) || bitSet(cancelled, i)) continue;
+        if (done.has(i) || cancelled.has(i)) continue;
         if (performance.now() > sliceEnd) {
           notice();
           await new Promise((resolve) => setImmediate(resolve));
@@ -443,13 +425,12 @@ export class JobRunner {
   }
 
   /**
-   * BullMQ has `job` completed: its bitmaps go (kept until now so that a run of it after a lost
+   * BullMQ has `job` completed: its marks go (kept until now so that a run of it after a lost
    * lock skips the calls whose outcomes went out).
    */
   jobCompleted(job: JobLike | undefined): void {
     if (job === undefined) return;
-    const jobId = String(job.id);
-    (this.#client as RedisLike).call('DEL', this.#keys.done(jobId), this.#keys.cancelled(jobId)).catch(() => undefined);
+    (this.#channel as RunnerChannel).forget(String(job.id));
   }
 
   /**
@@ -468,7 +449,7 @@ export class JobRunner {
       const bytes = requestBytes(job.data);
       if (bytes > GUARDED_DECODE_BYTES) {
         // Its workers died: say so when it was while decoding it.
-        const died = Number(await (this.#client as RedisLike).call('GET', this.#keys.decodes(jobId)));
+        const died = await (this.#channel as RunnerChannel).decodes(jobId);
         if (died > 0) message = `${message}; ${this.#poisonMessage(jobId, died, bytes)}`;
       }
       await this.#reportJobError(job.name, jobId, new RuntimeError(message, { cause: error }));
@@ -476,12 +457,9 @@ export class JobRunner {
     tell().catch((reason: unknown) => logger.error(`serveBullMQ: cannot report the failure of job ${jobId}`, reason));
   }
 
-  /** Tell executor `executorId` that job `jobId` started here (a stream entry `s: jobId`); a notice lost is a cancel() that returns true for a call that runs. */
+  /** Tell executor `executorId` that job `jobId` started here; a notice lost is a cancel() that returns true for a call that runs. */
   #notice(executorId: string, jobId: string): void {
-    const client = this.#client as RedisLike;
-    const stream = this.#keys.results(executorId);
-    client.call('XADD', stream, '*', 's', jobId).catch(() => undefined);
-    client.call('EXPIRE', stream, KEY_TTL_SECONDS).catch(() => undefined);
+    (this.#channel as RunnerChannel).notice(executorId, jobId);
   }
 
   /** Why a large job is not decoded again: `died` workers died decoding it. */
@@ -493,11 +471,11 @@ export class JobRunner {
   }
 
   async #reportJobError(executorId: string, jobId: string, error: unknown): Promise<void> {
-    const client = this.#client as RedisLike;
+    const channel = this.#channel as RunnerChannel;
     const outcome: Outcome = [-1, OUTCOME_JOB_ERROR, wireFailure(error), 0];
     const entry = encodeOutcomes(jobId, [outcome], () => `job ${jobId}`);
-    await report(client, this.#keys.results(executorId), this.#keys.done(jobId), this.#keys.cancelled(jobId), entry, true, []);
-    client.call('DEL', this.#keys.decodes(jobId)).catch(() => undefined);
+    await channel.report(executorId, jobId, entry, true, []);
+    channel.clearDecodes(jobId);
   }
 
   #describe(request: JobRequest, index: number): string {

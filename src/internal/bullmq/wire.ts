@@ -1,8 +1,8 @@
 /**
  * What travels between a `BullMQExecutor` and its `serveBullMQ` workers besides BullMQ's own
- * jobs: Redis key names, the outcome records, the Lua script that writes them, the encoding of
- * values, and the Redis connection options. Shared by the caller's engine (bullmq-caller.ts)
- * and the worker's runner (bullmq-runner.ts); nothing here imports BullMQ.
+ * jobs, whatever the store (channels.ts): the outcome records and the encoding of values. Shared
+ * by the caller's engine (caller.ts) and the worker's runner (runner.ts); nothing here imports
+ * BullMQ.
  *
  * One BullMQ job carries one or more calls. Its `name` is the id of the executor that sent it
  * (so a worker knows where outcomes go even when it cannot read the job's data), its `data` is
@@ -13,28 +13,23 @@
  * `toWire` (errors and registered classes become records), and arguments are rebuilt on the
  * worker after the call's module is imported (it may register the classes they hold).
  *
- * Outcomes travel on a Redis stream per executor (`<prefix>:<queue>:ml-out:<executor>`), read by
- * the executor with a blocking XREAD: each entry's field `d` is a v8-serialized flat array
- * `[jobId, index, kind, payload, ms, index, kind, payload, ms, ...]` — the outcomes of one job's
- * calls that ended in the same turn of the worker's event loop — or, when JSON carries that array
- * exactly, its JSON text (v8's output starts with byte 0xFF, JSON's with `[`). The same script that appends an
- * entry sets the calls' bits in the job's "done" bitmap (a lone call's too), kept until BullMQ has
- * the job completed, so a job run again (its worker died, it lost its lock, or BullMQ retries it)
- * skips the calls whose outcomes were delivered. A worker also writes an entry `s: jobId` when
- * it starts a job that will wait: its start notice, after which the caller's `cancel()` of the
- * job's calls returns false. The caller cancels a call not started by setting its bit in the
- * job's "cancel" bitmap and publishing `<jobId> <index>` on the queue's cancel channel, which
- * every worker process subscribes to; a call started, by publishing `<jobId> <index> stop` (it
- * runs on with its `jobSignal()` aborted, and its outcome is delivered).
+ * An outcome entry is a v8-serialized flat array `[jobId, index, kind, payload, ms, index, kind,
+ * payload, ms, ...]` — the outcomes of one job's calls that ended in the same turn of the
+ * worker's event loop — or, when JSON carries that array exactly, its JSON text (v8's output
+ * starts with byte 0xFF, JSON's with `[`). Delivering an entry marks the calls it settles done
+ * (a lone call's too), and the marks stay until BullMQ has the job completed, so a job run again
+ * (its worker died, it lost its lock, or BullMQ retries it) skips the calls whose outcomes were
+ * delivered. A worker also sends a start notice when it starts a job that will wait, after
+ * which the caller's `cancel()` of the job's calls returns false. The caller cancels a call not
+ * started by marking it cancelled and asking every worker process to skip it; a call started, by
+ * asking its worker to stop it (it runs on with its `jobSignal()` aborted, and its outcome is
+ * delivered).
  */
-import { createHash } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
-import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import { decodeError, encodeError, type EncodedError } from './errors.js';
-import { repr } from './format.js';
-import type { CarriedContext } from './travel.js';
-import { describeUncloneable, findUncloneable } from './uncloneable.js';
-import { fromWire, toWire } from './wire.js';
+import { decodeError, encodeError, type EncodedError } from '../errors.js';
+import type { CarriedContext } from '../travel.js';
+import { describeUncloneable, findUncloneable } from '../uncloneable.js';
+import { fromWire, toWire } from '../wire.js';
 
 /** The queue served when none is named. */
 export const DEFAULT_QUEUE = 'multiloop';
@@ -56,195 +51,6 @@ export const OUTCOME_VALUE = 0;
 export const OUTCOME_ERROR = 1;
 /** The whole job failed (index -1): every call of it without an outcome fails with the payload's error. */
 export const OUTCOME_JOB_ERROR = 2;
-
-/**
- * Where Redis is: a `redis://` / `rediss://` URL, or the host, port and credentials of ioredis's
- * options (the subset BullMQ needs).
- *
- * @example
- * ```ts
- * const connection: RedisConnection = { host: '10.0.0.5', port: 6379, password: process.env.REDIS_PASSWORD };
- * ```
- */
-export type RedisConnection =
-  | string
-  | { host?: string; port?: number; username?: string; password?: string; db?: number; tls?: TlsConnectionOptions };
-
-/** Options for ioredis, as BullMQ's `connection` takes them, and how messages name the server. */
-export interface ResolvedConnection {
-  readonly options: Record<string, unknown>;
-  /** `host:port`, without credentials. */
-  readonly where: string;
-}
-
-/** Reconnect soon after Redis comes back: 100 ms, 200 ms, ... at most 2 s apart. */
-function retryStrategy(times: number): number {
-  return Math.min(100 * times, 2000);
-}
-
-/**
- * Check `connection` (option `name` of `caller`) and turn it into ioredis options: commands wait
- * while Redis is away (the executor's `unreachableTimeout` decides how long), and reconnecting is
- * retried at most 2 s apart.
- *
- * @example
- * ```ts
- * const { options, where } = resolveConnection('redis://127.0.0.1:6390', 'BullMQExecutor');
- * ```
- */
-export function resolveConnection(connection: unknown, caller: string): ResolvedConnection {
-  const common = { maxRetriesPerRequest: null, retryStrategy, enableReadyCheck: true };
-  if (typeof connection === 'string') {
-    let url: URL;
-    try {
-      url = new URL(connection);
-    } catch {
-      // Said without what may be credentials: messages end up in logs.
-      const shown = connection.replace(/\/\/[^/]*@/, '//***@');
-      throw new TypeError(`${caller}: options.connection must be a redis:// or rediss:// URL or an object of host and port, got ${repr(shown)}`);
-    }
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-      throw new TypeError(`${caller}: options.connection must be a redis:// or rediss:// URL, got the ${url.protocol} URL ${repr(url.host)}`);
-    }
-    const port = url.port === '' ? 6379 : Number(url.port);
-    const host = url.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
-    const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
-    if (!Number.isInteger(db) || db < 0) throw new TypeError(`${caller}: the database of options.connection must be a number, got ${repr(url.pathname.slice(1))}`);
-    const options: Record<string, unknown> = { ...common, host, port, db };
-    if (url.username !== '') options.username = decodeURIComponent(url.username);
-    if (url.password !== '') options.password = decodeURIComponent(url.password);
-    if (url.protocol === 'rediss:') options.tls = {};
-    return { options, where: `${host}:${port}` };
-  }
-  if (typeof connection !== 'object' || connection === null) {
-    throw new TypeError(`${caller}: options.connection must be a redis:// URL or an object of host and port, got ${repr(connection)}`);
-  }
-  const { host = '127.0.0.1', port = 6379, username, password, db = 0, tls } = connection as Exclude<RedisConnection, string>;
-  if (typeof host !== 'string' || host === '') throw new TypeError(`${caller}: options.connection.host must be a non-empty string, got ${repr(host)}`);
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new RangeError(`${caller}: options.connection.port must be an integer from 1 to 65535, got ${repr(port)}`);
-  }
-  if (typeof db !== 'number' || !Number.isInteger(db) || db < 0) throw new RangeError(`${caller}: options.connection.db must be a non-negative integer, got ${repr(db)}`);
-  const options: Record<string, unknown> = { ...common, host, port, db };
-  if (username !== undefined) options.username = username;
-  if (password !== undefined) options.password = password;
-  if (tls !== undefined) options.tls = tls;
-  return { options, where: `${host}:${port}` };
-}
-
-/**
- * The keys of one queue, under BullMQ's own prefix (`<prefix>:<queue>:`), so that obliterating
- * the queue removes them too.
- *
- * @example
- * ```ts
- * const keys = new QueueKeys('bull', 'multiloop');
- * keys.results('3f9c'); // 'bull:multiloop:ml-out:3f9c'
- * ```
- */
-export class QueueKeys {
-  readonly base: string;
-
-  constructor(prefix: string, queue: string) {
-    this.base = `${prefix}:${queue}:`;
-  }
-
-  /** The stream an executor reads its outcomes from. */
-  results(executorId: string): string {
-    return `${this.base}ml-out:${executorId}`;
-  }
-
-  /** The bitmap of a job's calls whose outcomes were delivered. */
-  done(jobId: string): string {
-    return `${this.base}${jobId}:ml-done`;
-  }
-
-  /** The bitmap of a job's calls that their caller cancelled. */
-  cancelled(jobId: string): string {
-    return `${this.base}${jobId}:ml-cancel`;
-  }
-
-  /** How many takes of a large job began decoding it and never finished (the worker died). */
-  decodes(jobId: string): string {
-    return `${this.base}${jobId}:ml-decodes`;
-  }
-
-  /** BullMQ's hash of a job. */
-  job(jobId: string): string {
-    return `${this.base}${jobId}`;
-  }
-
-  /** The channel cancel requests are published on: `<jobId> <index>`. */
-  get cancelChannel(): string {
-    return `${this.base}ml-cancel`;
-  }
-}
-
-/**
- * Append one entry to the outcome stream and record the calls it settles. KEYS: the stream, the
- * job's done bitmap, its cancel bitmap. ARGV: the entry, the keys' time to live, whether the job
- * is over ('1': its bitmaps go), then the indexes of the calls settled.
- */
-const REPORT_LUA = `
-redis.call('XADD', KEYS[1], '*', 'd', ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-if ARGV[3] == '1' then
-  redis.call('DEL', KEYS[2], KEYS[3])
-elseif #ARGV > 3 then
-  for i = 4, #ARGV do redis.call('SETBIT', KEYS[2], ARGV[i], 1) end
-  redis.call('EXPIRE', KEYS[2], ARGV[2])
-end
-return 1
-`;
-
-const REPORT_SHA = createHash('sha1').update(REPORT_LUA).digest('hex');
-
-/**
- * The commands of an ioredis client this code uses (the client of BullMQ's Redis backend, `getBackend().client`, and its duplicates):
- * raw commands, so nothing depends on ioredis's typings or BullMQ's wrapper of them.
- */
-export interface RedisLike {
-  /** 'wait', 'connecting', 'connect', 'ready', 'close', 'reconnecting', 'end'. */
-  readonly status: string;
-  call(command: string, ...args: Array<string | number | Buffer>): Promise<unknown>;
-  callBuffer(command: string, ...args: Array<string | number | Buffer>): Promise<unknown>;
-  subscribe(...channels: string[]): Promise<unknown>;
-  duplicate(): RedisLike;
-  disconnect(): void;
-  quit(): Promise<unknown>;
-  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-  on(event: 'close' | 'ready' | 'end' | 'reconnecting', listener: () => void): unknown;
-  removeAllListeners(event?: string): unknown;
-}
-
-/**
- * Run the report script (EVALSHA, loading it with EVAL when Redis does not know it, as after a
- * restart).
- *
- * @example
- * ```ts
- * await report(client, keys.results(executorId), keys.done(jobId), keys.cancelled(jobId), entry, false, [0, 1]);
- * ```
- */
-export async function report(
-  client: RedisLike,
-  stream: string,
-  done: string,
-  cancelled: string,
-  entry: Uint8Array,
-  final: boolean,
-  indexes: readonly number[],
-): Promise<void> {
-  const args: Array<string | number | Buffer> = [3, stream, done, cancelled, Buffer.from(entry.buffer, entry.byteOffset, entry.byteLength), KEY_TTL_SECONDS, final ? '1' : '0'];
-  if (!final) for (const index of indexes) args.push(index);
-  try {
-    await client.call('EVALSHA', REPORT_SHA, ...args);
-  } catch (error) {
-    if (!String((error as Error | null)?.message).startsWith('NOSCRIPT')) throw error;
-    await client.call('EVAL', REPORT_LUA, ...args);
-  }
-}
 
 /** What one BullMQ job's `data.c` decodes to. */
 export interface JobRequest {

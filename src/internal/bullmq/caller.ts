@@ -1,7 +1,8 @@
 /**
  * The engine behind `BullMQExecutor` (src/bullmq.ts gives it a BullMQ queue through `QueuePort`):
  * its queue of calls, how they are packed into BullMQ jobs, how their outcomes are read and
- * settled, cancellation, and what it does while Redis is away.
+ * settled, cancellation, and what it does while its server is away. It reaches the store (Redis,
+ * PostgreSQL) only through a QueuePort and its CallerChannel (channels.ts).
  *
  * Packing, as the local pool does it: calls submitted in one synchronous burst are flushed
  * together on the next microtask, as one `addBulk`. A BullMQ job carries several calls, about
@@ -11,25 +12,25 @@
  * one job while other workers idle, and a lone call keeps its latency.
  *
  * Every call settles once: outcomes are applied only to calls not done, so an outcome that
- * arrives twice (a job run again after its worker died, or sent again after Redis lost it) is
- * dropped. While Redis is unreachable the calls wait; past `unreachableTimeout` they fail with a
- * RuntimeError saying so. When Redis comes back, jobs it lost (a restart without persistence)
+ * arrives twice (a job run again after its worker died, or sent again after the server lost it) is
+ * dropped. While the server is unreachable the calls wait; past `unreachableTimeout` they fail with a
+ * RuntimeError saying so. When the server comes back, jobs it lost (a restart without persistence)
  * are sent again — at least once, as BullMQ promises.
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { CancelledError, RuntimeError } from '../exceptions.js';
-import type { EventLoop } from '../base-events.js';
-import { logger } from '../log.js';
-import { describeWorkerFn, type WorkerFn } from '../worker-fn.js';
-import type { BullMQExecutorStatistics } from '../bullmq.js';
-import { ConcurrentFuture } from './concurrent-future.js';
-import { repr } from './format.js';
-import { _getRunningLoop } from './running.js';
-import { carriedContext, travelling, type CarriedContext } from './travel.js';
-import { _currentVars } from '../contextvars.js';
+import { CancelledError, RuntimeError } from '../../exceptions.js';
+import type { EventLoop } from '../../base-events.js';
+import { logger } from '../../log.js';
+import { describeWorkerFn, type WorkerFn } from '../../worker-fn.js';
+import type { BullMQExecutorStatistics } from '../../bullmq.js';
+import { ConcurrentFuture } from '../concurrent-future.js';
+import { repr } from '../format.js';
+import { _getRunningLoop } from '../running.js';
+import { carriedContext, travelling, type CarriedContext } from '../travel.js';
+import { _currentVars } from '../../contextvars.js';
+import type { AddedJob, CallerChannel, ChannelEvents, OutcomeSink, QueuePort } from './channels.js';
 import {
-  KEY_TTL_SECONDS,
   MAX_OUTCOME_BYTES,
   OUTCOME_ERROR,
   OUTCOME_JOB_ERROR,
@@ -42,9 +43,7 @@ import {
   wireArgs,
   type JobData,
   type JobRequest,
-  type QueueKeys,
-  type RedisLike,
-} from './bullmq-wire.js';
+} from './wire.js';
 
 /** A BullMQ job carries about this many milliseconds of work, by the measured run times of its calls. */
 const BATCH_BUDGET_MS = 10;
@@ -56,43 +55,17 @@ const SPLIT_JOB_BYTES = 1 << 20;
 const JSON_REQUEST_BOUND = 1 << 16;
 /** How long the other calls of a function never measured wait for its first call's run time. */
 const PROBE_WAIT_MS = 1000;
-/** Outcome entries read per XREAD. */
-const READ_COUNT = 256;
-/** How long one XREAD blocks (milliseconds); the read is issued again at once. */
-const READ_BLOCK_MS = 10_000;
-/** Entries read are trimmed from the outcome stream once this many accumulated. */
-const TRIM_EVERY = 128;
 /** An `addBulk` that fails is tried this many times before its calls fail. */
 const MAX_ADD_ATTEMPTS = 3;
 const NO_ARGS: unknown[] = [];
 
-/** A job as BullMQ's `addBulk` takes it. */
-export interface AddedJob {
-  readonly name: string;
-  readonly data: JobData;
-  readonly opts: { jobId: string };
-}
-
-/** What the engine needs of a BullMQ queue. */
-export interface QueuePort {
-  /** Add the jobs in one round trip (BullMQ's `addBulk`). */
-  addBulk(jobs: AddedJob[]): Promise<void>;
-  /** Remove a job no worker holds; whether it was removed. */
-  remove(jobId: string): Promise<boolean>;
-  /** The queue's Redis client, once connected. */
-  readonly client: Promise<RedisLike>;
-  /** Have `listener` told the queue's errors (those of its connection included). */
-  onError(listener: (error: Error) => void): void;
-  /** Close the queue's connection: `force` drops it without waiting for Redis. */
-  close(force: boolean): Promise<void>;
-}
-
 /** The engine's settings, checked by src/bullmq.ts. */
 export interface CallerOptions {
-  readonly keys: QueueKeys;
-  /** `host:port` of Redis, for messages. */
+  /** The server's name in messages ('Redis', 'PostgreSQL'). */
+  readonly server: string;
+  /** `host:port` of the server, for messages. */
   readonly where: string;
-  /** Seconds calls wait for an unreachable Redis before they fail (Infinity: for good). */
+  /** Seconds calls wait for an unreachable server before they fail (Infinity: for good). */
   readonly unreachableTimeout: number;
   /** The most bytes one job's data may take: a call that alone needs more fails with a RangeError. */
   readonly maxJobBytes: number;
@@ -104,15 +77,6 @@ function fnKey(fn: WorkerFn): string {
   return `${fn.exportName}\0${fn.moduleUrl}`;
 }
 
-/** Whether stream id `a` comes after `b` (`<ms>-<seq>`). */
-function after(a: string, b: string): boolean {
-  const [aMs = '0', aSeq = '0'] = a.split('-');
-  const [bMs = '0', bSeq = '0'] = b.split('-');
-  if (aMs.length !== bMs.length) return aMs.length > bMs.length;
-  if (aMs !== bMs) return aMs > bMs;
-  return Number(aSeq) > Number(bSeq);
-}
-
 /** The BullMQ job that carries calls, as sent. */
 interface SentJob {
   readonly id: string;
@@ -121,12 +85,12 @@ interface SentJob {
   left: number;
 }
 
-/** The future of one call: `cancel()` asks Redis and the workers to drop or stop it. */
+/** The future of one call: `cancel()` asks the store and the workers to drop or stop it. */
 class CallFuture extends ConcurrentFuture<unknown> {
   readonly engine: CallerEngine;
   readonly fn: WorkerFn;
   readonly key: string;
-  /** The arguments as `wireArgs` made them, kept until the call settles in case Redis loses its job. */
+  /** The arguments as `wireArgs` made them, kept until the call settles in case the server loses its job. */
   args: unknown[];
   /** The arguments as given, until the call is first sent: messages name what in them cannot cross. */
   given: unknown[];
@@ -161,17 +125,18 @@ class CallFuture extends ConcurrentFuture<unknown> {
   override _describeWork(): string {
     const job = this.job;
     const state = job === null ? 'not sent yet' : `job ${job.id}, ${this.running() ? 'running' : 'queued'}`;
-    return `BullMQ call ${describeWorkerFn(this.fn)} on Redis at ${this.engine.where}, ${state}`;
+    return `BullMQ call ${describeWorkerFn(this.fn)} on ${this.engine.server} at ${this.engine.where}, ${state}`;
   }
 }
 
 /** The engine behind `BullMQExecutor`. */
-export class CallerEngine {
-  /** Names this executor's jobs and outcome stream. */
+export class CallerEngine implements OutcomeSink, ChannelEvents {
+  /** Names this executor's jobs and outcomes. */
   readonly id = randomBytes(6).toString('hex');
-  readonly #keys: QueueKeys;
+  /** The server's name in messages ('Redis', 'PostgreSQL'). */
+  readonly server: string;
   readonly #where: string;
-  /** `host:port` of Redis, for messages. */
+  /** `host:port` of the server, for messages. */
   get where(): string {
     return this.#where;
   }
@@ -181,8 +146,7 @@ export class CallerEngine {
   #port: QueuePort | null = null;
   /** The loop that last submitted a call (or made the executor): its exception handler hears of bad outcome entries. */
   #loop: EventLoop | null = _getRunningLoop();
-  #client: RedisLike | null = null;
-  #reader: RedisLike | null = null;
+  #channel: CallerChannel | null = null;
   #connectFailure: Error | null = null;
 
   /** Calls to send at the next flush. */
@@ -198,9 +162,6 @@ export class CallerEngine {
   #seq = 0;
   /** Futures not done. */
   #live = 0;
-  #lastId = '0';
-  /** Entries read since the stream was last trimmed. */
-  #unTrimmed = 0;
 
   #shutdown = false;
   #closing = false;
@@ -208,10 +169,10 @@ export class CallerEngine {
   #closed: Promise<void> | null = null;
   #onIdle: (() => void) | null = null;
 
-  /** When Redis became unreachable (performance.now()), or null while it is reachable. */
+  /** When the server became unreachable (performance.now()), or null while it is reachable. */
   #downSince: number | null;
   #downTimer: NodeJS.Timeout | null = null;
-  /** Redis was unreachable for longer than unreachableTimeout: calls fail at once until it is back. */
+  /** The server was unreachable for longer than unreachableTimeout: calls fail at once until it is back. */
   #expired = false;
   #everConnected = false;
   #lastError = 'not connected yet';
@@ -222,8 +183,8 @@ export class CallerEngine {
   #callsSent = 0;
   #resent = 0;
 
-  constructor(connect: () => Promise<QueuePort>, options: CallerOptions) {
-    this.#keys = options.keys;
+  constructor(connect: (executorId: string) => Promise<QueuePort>, options: CallerOptions) {
+    this.server = options.server;
     this.#where = options.where;
     this.#unreachableMs = options.unreachableTimeout * 1000;
     this.#maxJobBytes = options.maxJobBytes;
@@ -232,10 +193,10 @@ export class CallerEngine {
     void this.#start(connect);
   }
 
-  async #start(connect: () => Promise<QueuePort>): Promise<void> {
+  async #start(connect: (executorId: string) => Promise<QueuePort>): Promise<void> {
     let port: QueuePort;
     try {
-      port = await connect();
+      port = await connect(this.id);
     } catch (error) {
       this.#failConnect(error as Error);
       return;
@@ -249,31 +210,40 @@ export class CallerEngine {
       return;
     }
     this.#scheduleFlush();
-    let client: RedisLike;
+    let channel: CallerChannel;
     try {
-      client = await port.client;
+      channel = await port.channel;
     } catch (error) {
       if (!this.#closing) this.#failConnect(error as Error);
       return;
     }
-    if (this.#closing) return;
-    this.#client = client;
-    const reader = client.duplicate();
-    this.#reader = reader;
-    for (const connection of [client, reader]) {
-      connection.on('close', () => this.#down(null));
-      connection.on('error', (error: Error) => {
-        this.#lastError = error.message;
-      });
-      connection.on('ready', () => this.#checkUp());
+    if (this.#closing) {
+      await channel.close().catch(() => undefined);
+      return;
     }
-    this.#checkUp();
-    this.#read(reader).catch((error: unknown) => logger.error('BullMQExecutor: the reader of outcomes stopped', error));
+    this.#channel = channel;
+    channel.watch(this);
+    this.#read(channel).catch((error: unknown) => logger.error('BullMQExecutor: the reader of outcomes stopped', error));
   }
 
-  /** The connection could not be made for good (a bad option, a Redis too old): every call fails. */
+  /** @internal ChannelEvents: a connection was lost. */
+  down(): void {
+    this.#down(null);
+  }
+
+  /** @internal ChannelEvents: every connection is usable. */
+  up(): void {
+    this.#checkUp();
+  }
+
+  /** @internal ChannelEvents: the last error, for the message of an unreachable server. */
+  error(message: string): void {
+    this.#lastError = message;
+  }
+
+  /** The connection could not be made for good (a bad option, a server too old, a database not migrated): every call fails. */
   #failConnect(error: Error): void {
-    this.#connectFailure = new RuntimeError(`cannot use the BullMQ queue on Redis at ${this.#where}: ${error.message}`, { cause: error });
+    this.#connectFailure = new RuntimeError(`cannot use the BullMQ queue on ${this.server} at ${this.#where}: ${error.message}`, { cause: error });
     this.#failAll(this.#connectFailure);
   }
 
@@ -502,7 +472,7 @@ export class CallerEngine {
         if (call.done()) continue;
         call.job = null;
         if (++call.attempts >= MAX_ADD_ATTEMPTS) {
-          this.#failCall(call, new RuntimeError(`cannot add ${describeWorkerFn(call.fn)} to the BullMQ queue on Redis at ${this.#where}: ${message}`, { cause: error }));
+          this.#failCall(call, new RuntimeError(`cannot add ${describeWorkerFn(call.fn)} to the BullMQ queue on ${this.server} at ${this.#where}: ${message}`, { cause: error }));
         } else {
           this.#queue.push(call);
         }
@@ -512,29 +482,22 @@ export class CallerEngine {
   }
 
   /**
-   * Ask Redis and the workers to drop (if waiting) or stop (if running) call `index` of `job`;
-   * with `stop`, a call its worker started: it is not skipped, its jobSignal() aborts.
+   * Ask the store and the workers to drop (if waiting) or stop (if running) call `index` of
+   * `job`; with `stop`, a call its worker started: it is not skipped, its jobSignal() aborts.
    */
   async #requestCancel(job: SentJob, index: number, stop = false): Promise<void> {
     const port = this.#port;
     if (port === null) return;
     try {
-      const client = await port.client;
-      const keys = this.#keys;
+      const channel = await port.channel;
       if (stop) {
-        await client.call('PUBLISH', keys.cancelChannel, `${job.id} ${index} stop`);
+        await channel.stop(job.id, index);
         return;
       }
-      const requests: Array<Promise<unknown>> = [];
-      if (job.calls.length > 1) {
-        requests.push(client.call('SETBIT', keys.cancelled(job.id), index, 1), client.call('EXPIRE', keys.cancelled(job.id), KEY_TTL_SECONDS));
-      }
-      requests.push(client.call('PUBLISH', keys.cancelChannel, `${job.id} ${index}`));
+      const requests: Array<Promise<unknown>> = [channel.cancel(job.id, index, job.calls.length > 1)];
       // Once no call of it is wanted any more, the job goes, unless a worker holds it.
       if (job.left === 0) {
-        requests.push(
-          port.remove(job.id).then((removed) => (removed ? client.call('DEL', keys.cancelled(job.id)) : undefined)),
-        );
+        requests.push(port.remove(job.id).then((removed) => (removed ? channel.forgetCancelled(job.id) : undefined)));
       }
       await Promise.all(requests);
     } catch (error) {
@@ -577,63 +540,39 @@ export class CallerEngine {
 
   // ───────────────────────────── outcomes ─────────────────────────────
 
-  async #read(reader: RedisLike): Promise<void> {
-    const stream = this.#keys.results(this.id);
+  async #read(channel: CallerChannel): Promise<void> {
     while (!this.#closing) {
-      let reply: unknown;
+      let count: number;
       try {
-        reply = await reader.callBuffer('XREAD', 'COUNT', READ_COUNT, 'BLOCK', READ_BLOCK_MS, 'STREAMS', stream, this.#lastId);
+        count = await channel.read(this);
       } catch (error) {
         if (this.#closing) return;
         this.#lastError = (error as Error).message;
         await new Promise((resolve) => setTimeout(resolve, 200));
         continue;
       }
-      if (reply === null || this.#closing) continue;
-      this.#unTrimmed += this.#applyReply(reply);
+      if (count === 0 || this.#closing) continue;
       // The loops whose futures just settled run first: a caller that sends its next call at
-      // once writes it before this connection writes its next XREAD.
+      // once writes it before the reader's connection writes its next read.
       await new Promise((resolve) => setImmediate(resolve));
-      if (this.#closing) return;
-      if (this.#unTrimmed >= TRIM_EVERY) {
-        // On the reader's connection, just before its next XREAD: no round trip of its own,
-        // and none in front of the next addBulk on the queue's connection.
-        this.#unTrimmed = 0;
-        reader.call('XTRIM', stream, 'MINID', this.#lastId).catch(() => undefined);
-      }
     }
   }
 
-  /** Apply an XREAD reply: `[[stream, [[id, [field, value, ...]], ...]]]`; returns how many entries it held. */
-  #applyReply(reply: unknown): number {
-    let count = 0;
-    for (const [, entries] of reply as Array<[Buffer, Array<[Buffer, Buffer[]]>]>) {
-      count += entries.length;
-      for (const [rawId, fields] of entries) {
-        const id = rawId.toString();
-        if (after(id, this.#lastId)) this.#lastId = id;
-        for (let f = 0; f + 1 < fields.length; f += 2) {
-          const field = (fields[f] as Buffer).toString();
-          if (field === 's') {
-            this.#started((fields[f + 1] as Buffer).toString());
-            continue;
-          }
-          if (field !== 'd') continue;
-          // Anyone who can write to Redis can write here: an entry is data to check, and one
-          // that is wrong settles nothing, reported, while the others are applied.
-          try {
-            this.#apply(fields[f + 1] as Buffer);
-          } catch (error) {
-            this.#reportBadEntry(id, error);
-          }
-        }
-      }
+  /**
+   * @internal OutcomeSink: an outcome entry. Anyone who can write to the store can write there:
+   * an entry is data to check, and one that is wrong settles nothing, reported, while the others
+   * are applied.
+   */
+  outcome(id: string, entry: Buffer): void {
+    try {
+      this.#apply(entry);
+    } catch (error) {
+      this.#reportBadEntry(id, error);
     }
-    return count;
   }
 
-  /** A worker's start notice: the calls of the job not done are running (cancel() cannot stop their futures any more). */
-  #started(jobId: string): void {
+  /** @internal OutcomeSink: a worker's start notice; the calls of the job not done are running (cancel() cannot stop their futures any more). */
+  started(jobId: string): void {
     const job = this.#sent.get(jobId);
     if (job === undefined) return;
     for (const call of job.calls) if (!call.done() && !call.running()) call._setRunningOrNotifyCancel();
@@ -641,7 +580,7 @@ export class CallerEngine {
 
   /** An outcome entry that is not one: the loop's exception handler hears of it (the logger when no loop used this executor). */
   #reportBadEntry(id: string, error: unknown): void {
-    const message = `BullMQExecutor: outcome entry ${id} on ${this.#keys.results(this.id)} was dropped: ${String((error as Error | null)?.message ?? error)}`;
+    const message = `BullMQExecutor: outcome entry ${id} on ${(this.#channel as CallerChannel).outcomes} was dropped: ${String((error as Error | null)?.message ?? error)}`;
     const loop = this.#loop;
     if (loop === null || loop.isClosed()) {
       logger.error(message, error);
@@ -733,9 +672,9 @@ export class CallerEngine {
     this.#checkIdle();
   }
 
-  // ───────────────────────────── Redis away ─────────────────────────────
+  // ───────────────────────────── server away ─────────────────────────────
 
-  /** Redis became unreachable; `reason` says why when no error event said it first. */
+  /** The server became unreachable; `reason` says why when no error event said it first. */
   #down(reason: string | null): void {
     if (reason !== null) this.#lastError = reason;
     if (this.#closing || this.#downSince !== null) return;
@@ -744,7 +683,7 @@ export class CallerEngine {
   }
 
   #checkUp(): void {
-    if (this.#client?.status !== 'ready' || this.#reader?.status !== 'ready' || this.#downSince === null) return;
+    if (this.#channel?.usable !== true || this.#downSince === null) return;
     if (this.#downTimer !== null) clearTimeout(this.#downTimer);
     this.#downTimer = null;
     this.#downSince = null;
@@ -762,28 +701,26 @@ export class CallerEngine {
   #unreachableError(): RuntimeError {
     const seconds = this.#unreachableMs / 1000;
     return new RuntimeError(
-      `Redis at ${this.#where} has been unreachable for ${seconds} s (options.unreachableTimeout): the job's outcome cannot arrive ` +
-        `(the job may still run once Redis is back); last error: ${this.#lastError}`,
+      `${this.server} at ${this.#where} has been unreachable for ${seconds} s (options.unreachableTimeout): the job's outcome cannot arrive ` +
+        `(the job may still run once ${this.server} is back); last error: ${this.#lastError}`,
     );
   }
 
   /**
-   * Redis is back after an outage: read the outcomes it holds, then send again the jobs it no
+   * The server is back after an outage: read the outcomes it holds, then send again the jobs it no
    * longer has (it restarted without persistence), whose calls did not settle.
    */
   async #recover(): Promise<void> {
-    const client = this.#client;
-    if (client === null || this.#sent.size === 0) return;
+    const channel = this.#channel;
+    if (channel === null || this.#sent.size === 0) return;
     try {
-      const stream = this.#keys.results(this.id);
-      const reply = await client.callBuffer('XREAD', 'COUNT', 100_000, 'STREAMS', stream, this.#lastId);
-      if (reply !== null) this.#applyReply(reply);
+      await channel.readBacklog(this);
       const jobs = [...this.#sent.values()];
-      const exists = await Promise.all(jobs.map((job) => client.call('EXISTS', this.#keys.job(job.id))));
+      const exists = await channel.jobsExist(jobs.map((job) => job.id));
       let lost = 0;
       for (let i = 0; i < jobs.length; i++) {
         const job = jobs[i] as SentJob;
-        if (exists[i] !== 0 || this.#sent.get(job.id) !== job) continue;
+        if (exists[i] === true || this.#sent.get(job.id) !== job) continue;
         this.#sent.delete(job.id);
         lost++;
         for (const call of job.calls) {
@@ -794,11 +731,11 @@ export class CallerEngine {
         }
       }
       if (lost > 0) {
-        logger.warning(`BullMQExecutor: Redis at ${this.#where} lost ${lost} job(s) of this executor (restarted without persistence?); their calls were sent again`);
+        logger.warning(`BullMQExecutor: ${this.server} at ${this.#where} lost ${lost} job(s) of this executor (restarted without persistence?); their calls were sent again`);
         this.#scheduleFlush();
       }
     } catch (error) {
-      if (!this.#closing) logger.warning(`BullMQExecutor: cannot check the jobs Redis holds after it came back: ${(error as Error).message}`);
+      if (!this.#closing) logger.warning(`BullMQExecutor: cannot check the jobs ${this.server} holds after it came back: ${(error as Error).message}`);
     }
   }
 
@@ -843,14 +780,10 @@ export class CallerEngine {
     if (this.#downTimer !== null) clearTimeout(this.#downTimer);
     for (const timer of this.#probes.values()) clearTimeout(timer);
     this.#probes.clear();
-    const reader = this.#reader;
-    this.#reader = null;
-    reader?.disconnect();
     const port = this.#port;
     if (port === null) return;
-    const client = this.#client;
-    const connected = client !== null && client.status === 'ready';
-    if (connected) await client.call('DEL', this.#keys.results(this.id)).catch(() => undefined);
+    const channel = this.#channel;
+    const connected = channel === null ? false : await channel.close().catch(() => false);
     await port.close(!connected).catch(() => undefined);
   }
 }

@@ -1,0 +1,371 @@
+/**
+ * BullMQExecutor and serveBullMQ on PostgreSQL (BullMQ 6's PostgreSQL backend), with a real
+ * postgres and real worker processes: results and packing, a job over 1 MiB, the allow list,
+ * statistics, cancellation of waiting and running calls, a worker SIGKILLed mid-job, a forged
+ * outcome row, SIGTERM with PostgreSQL gone, and BullMQ's schema made on a fresh database (or
+ * not, with migrate off).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Queue, Worker, createPostgresBackend, type Job } from 'bullmq';
+import type { ExceptionContext } from '../src/base-events.js';
+import { BullMQExecutor, serveBullMQ } from '../src/bullmq.js';
+import type { ConcurrentFuture } from '../src/concurrent.js';
+import type { Coroutine } from '../src/coroutines.js';
+import { newEventLoop } from '../src/events.js';
+import { RuntimeError } from '../src/exceptions.js';
+import { sleep } from '../src/tasks.js';
+import { workerFn } from '../src/worker-fn.js';
+import { needPostgres, startPostgres, type PostgresServer } from './helpers/postgres.js';
+import { ROOT, killWorker, markerDir, resultOf, runs, startWorker, until, type WorkerProcess } from './helpers/redis.js';
+
+const JOBS = './test/fixtures/bullmq-jobs.mjs';
+const FORBIDDEN = './test/fixtures/bullmq-forbidden.mjs';
+const add = workerFn<[number, number], number>(JOBS, 'add');
+const echo = workerFn<[unknown], unknown>(JOBS, 'echo');
+const touch = workerFn<[string, string, unknown], unknown>(JOBS, 'touch');
+const step = workerFn<[string, number, number], string>(JOBS, 'step');
+const work = workerFn<[string, string, number], string>(JOBS, 'work');
+
+const hasPostgres = needPostgres('the distributed (BullMQ) PostgreSQL tests');
+
+async function errorOf<T>(future: ConcurrentFuture<T>): Promise<Error> {
+  return resultOf(future).then(
+    (value) => {
+      throw new Error(`expected a failure, got ${String(value)}`);
+    },
+    (error: unknown) => error as Error,
+  );
+}
+
+describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
+  let postgres: PostgresServer;
+  const workers = new Set<WorkerProcess>();
+  let executors: BullMQExecutor[] = [];
+
+  /** A worker on `url` (the test server's database by default) that notices a dead peer's job within about a second. */
+  async function serve(queue: string, extra: string[] = [], url = postgres.url): Promise<WorkerProcess> {
+    const concurrency = extra.includes('--concurrency') ? [] : ['--concurrency', '4'];
+    const worker = await startWorker(null, ['--connection', url, '--queue', queue, '--allow', JOBS, ...concurrency, '--lock-duration', '1000', '--stalled-interval', '300', ...extra]);
+    workers.add(worker);
+    return worker;
+  }
+
+  function executor(queue: string, options: Record<string, unknown> = {}): BullMQExecutor {
+    const made = new BullMQExecutor({ connection: postgres.url, queue, ...options });
+    executors.push(made);
+    return made;
+  }
+
+  /** The ids of the BullMQ jobs of `queue` the database holds now. */
+  async function jobsInPostgres(queue: string): Promise<string[]> {
+    const rows = await postgres.query<{ id: string }>('SELECT id FROM bullmq.job WHERE queue = $1 ORDER BY id', [queue]);
+    return rows.map((row) => row.id);
+  }
+
+  beforeAll(async () => {
+    postgres = await startPostgres();
+  }, 30_000);
+
+  afterEach(async () => {
+    await Promise.all(
+      executors.map(async (made) => {
+        const joined = made.shutdown(true, { cancelFutures: true });
+        const timer = setTimeout(() => void made.shutdown(false), 5000);
+        await joined;
+        clearTimeout(timer);
+      }),
+    );
+    executors = [];
+    await Promise.all([...workers].map(killWorker));
+    workers.clear();
+  });
+
+  afterAll(async () => {
+    await postgres?.stop();
+  });
+
+  it("runs raw BullMQ's Queue and Worker on the test server once it migrated the fresh database", async () => {
+    const connection = { connectionString: postgres.url, migrate: true };
+    const queue = new Queue('raw', { connection }, createPostgresBackend);
+    const worker = new Worker('raw', async (job: Job) => (job.data as { x: number }).x * 2, { connection }, createPostgresBackend);
+    try {
+      const results = new Map<string, unknown>();
+      worker.on('completed', (job: Job, value: unknown) => results.set(String(job.id), value));
+      const job = await queue.add('double', { x: 21 });
+      await until(() => results.has(String(job.id)), 'the job completed');
+      expect(results.get(String(job.id))).toBe(42);
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
+  });
+
+  it('runs calls in worker processes, packs a burst into few jobs, and counts them', async () => {
+    const [first, second] = await Promise.all([serve('main'), serve('main')]);
+    const made = executor('main');
+    const pid = await resultOf(made.submit(workerFn<[], number>(JOBS, 'pid')));
+    expect([first?.pid, second?.pid]).toContain(pid);
+    const value = { bytes: new Uint8Array([1, 2, 255]), map: new Map([[1, 10n ** 30n]]), date: new Date(0), negZero: -0 };
+    const back = (await resultOf(made.submit(echo, value))) as typeof value;
+    expect(back.bytes).toEqual(value.bytes);
+    expect(back.map).toEqual(value.map);
+    expect(back.date).toEqual(value.date);
+    expect(Object.is(back.negZero, -0)).toBe(true);
+
+    await resultOf(made.submit(add, 0, 0));
+    const before = made.statistics();
+    const results = await Promise.all(Array.from({ length: 2000 }, (_, i) => resultOf(made.submit(add, i, 1))));
+    expect(results).toEqual(Array.from({ length: 2000 }, (_, i) => i + 1));
+    const after = made.statistics();
+    expect(after.callsSent - before.callsSent).toBe(2000);
+    expect(after.jobsSent - before.jobsSent).toBeLessThanOrEqual(200);
+    expect(after.completed - before.completed).toBe(2000);
+    expect([after.queueSize, after.inFlight, after.cancelled, after.resent]).toEqual([0, 0, 0, 0]);
+    expect(String(made)).toMatch(/^<BullMQExecutor queue='main' postgres=127\.0\.0\.1:\d+ queued=0 in_flight=0 completed=2003>$/);
+    // The marks of completed jobs go with them.
+    await until(async () => (await postgres.query('SELECT 1 FROM bullmq.multiloop_call_marks')).length === 0, 'the marks are gone');
+  }, 30_000);
+
+  it('runs a job larger than 1 MiB, counting its decode in the database until it ended', async () => {
+    await serve('large');
+    const made = executor('large');
+    const bytes = new Uint8Array(1_200_000).fill(7);
+    const back = (await resultOf(made.submit(echo, bytes))) as Uint8Array;
+    expect([back.length, back[0], back[1_199_999]]).toEqual([1_200_000, 7, 7]);
+    // The count went back to 0 once decoded, and the job's row went once BullMQ completed it.
+    await until(async () => (await postgres.query("SELECT 1 FROM bullmq.multiloop_call_marks WHERE queue = 'large'")).length === 0, 'the marks are gone');
+  });
+
+  it('brings errors back with their class, and refuses a module not on the allow list without importing it', async () => {
+    // Trust authentication takes any password: the worker's line says where it serves without it.
+    const worker = await serve('errors', [], postgres.url.replace('//postgres@', '//postgres:s3cret@'));
+    expect(worker.output()).toContain(`multiloop worker: serving queue 'errors' on postgres://127.0.0.1:${postgres.port}/postgres (pid ${worker.pid}`);
+    expect(worker.output()).not.toContain('s3cret');
+    const made = executor('errors');
+    const range = (await errorOf(made.submit(workerFn<[string], never>(JOBS, 'fail'), 'range'))) as RangeError & { code: string };
+    expect(range).toBeInstanceOf(RangeError);
+    expect(range.message).toBe('out of range');
+    expect(range.code).toBe('E_RANGE');
+    const refused = await errorOf(made.submit(workerFn<[number, number], number>(FORBIDDEN, 'add'), 1, 2));
+    expect(refused).toBeInstanceOf(RuntimeError);
+    expect(refused.message).toBe(
+      `this worker does not run add of ${FORBIDDEN}: the module '${FORBIDDEN}' is not on its allow list (serveBullMQ's allow, the worker command's --allow), so it was not imported`,
+    );
+  });
+
+  it("asks a call its worker started to stop through its jobSignal(): cancel() is false, the future settles with the call's result", async () => {
+    await serve('stop');
+    const made = executor('stop');
+    const markers = markerDir();
+    try {
+      const running = made.submit(workerFn<[string, number], string>(JOBS, 'waitForAbort'), markers.dir, 30);
+      await until(() => running.running(), "the worker's start notice arrived");
+      expect(running.cancel()).toBe(false);
+      expect(await resultOf(running)).toBe('aborted');
+      expect(readFileSync(join(markers.dir, 'aborted'), 'utf8')).toBe('CancelledError: the caller cancelled the job');
+    } finally {
+      markers.remove();
+    }
+  });
+
+  it('removes a waiting call from the database when its future is cancelled, and skips a cancelled call of a job of several', async () => {
+    const markers = markerDir();
+    try {
+      const warm = await serve('idle');
+      const made = executor('idle');
+      // Teach the executor touch's run time, so a burst of it travels as one job.
+      await Promise.all(Array.from({ length: 3 }, () => resultOf(made.submit(touch, markers.dir, 'warm', 0))));
+      // Outcomes arrive before BullMQ has their jobs completed: the worker goes once it did.
+      await until(async () => (await jobsInPostgres('idle')).length === 0, 'the warm-up jobs are completed');
+      await killWorker(warm);
+      workers.delete(warm);
+
+      const alone = made.submit(touch, markers.dir, 'alone', 1);
+      await until(async () => (await jobsInPostgres('idle')).length === 1, 'the job is in the database');
+      expect(alone.cancel()).toBe(true);
+      await until(async () => (await jobsInPostgres('idle')).length === 0, 'the job is removed');
+
+      const burst = ['first', 'second', 'third'].map((name) => made.submit(touch, markers.dir, name, name));
+      await until(async () => (await jobsInPostgres('idle')).length === 1, 'the job is in the database');
+      expect(made.statistics().inFlight).toBe(3);
+      expect(burst[1]?.cancel()).toBe(true);
+      expect(made.statistics()).toMatchObject({ inFlight: 2, cancelled: 2 });
+      await serve('idle');
+      expect(await Promise.all([burst[0], burst[2]].map((future) => resultOf(future as ConcurrentFuture<unknown>)))).toEqual(['first', 'third']);
+      expect(existsSync(join(markers.dir, 'alone'))).toBe(false);
+      expect(existsSync(join(markers.dir, 'second'))).toBe(false);
+    } finally {
+      markers.remove();
+    }
+  }, 30_000);
+
+  it('with cancelFutures cancels only the calls no worker started; a started call settles with its result', async () => {
+    const markers = markerDir();
+    try {
+      const single = await serve('one-at-a-time', ['--concurrency', '1']);
+      const made = executor('one-at-a-time');
+      const first = made.submit(work, markers.dir, 'first', 300);
+      await until(() => first.running(), "the worker's start notice arrived");
+      const second = made.submit(touch, markers.dir, 'second', 2);
+      await until(async () => (await jobsInPostgres('one-at-a-time')).length === 2, 'both jobs are in the database');
+      await made.shutdown(true, { cancelFutures: true });
+      expect(first.result()).toBe(`first by ${single.pid}`);
+      expect(second.cancelled()).toBe(true);
+      expect(made.statistics()).toMatchObject({ completed: 1, cancelled: 1, inFlight: 0 });
+      await until(async () => (await jobsInPostgres('one-at-a-time')).length === 0, 'the cancelled job is removed');
+      expect(existsSync(join(markers.dir, 'second'))).toBe(false);
+    } finally {
+      markers.remove();
+    }
+  }, 30_000);
+
+  it('runs a job again on another worker when its worker is SIGKILLed mid-job; only the calls not finished run again', async () => {
+    const markers = markerDir();
+    const scratch = markerDir();
+    try {
+      const [first, second] = await Promise.all([serve('crash'), serve('crash')]);
+      const made = executor('crash');
+      // Teach the executor step's run time, so a burst of it travels as one job.
+      await Promise.all(Array.from({ length: 4 }, (_, i) => resultOf(made.submit(step, scratch.dir, i, -1))));
+      const jobsBefore = made.statistics().jobsSent;
+      // Four calls in one job: the third hangs on its first run.
+      const futures = [0, 1, 2, 3].map((i) => made.submit(step, markers.dir, i, 2));
+      await until(() => existsSync(join(markers.dir, 'hung')), 'the third call hangs');
+      expect(made.statistics().jobsSent - jobsBefore).toBe(1);
+      const early = await Promise.all([resultOf(futures[0] as ConcurrentFuture<string>), resultOf(futures[1] as ConcurrentFuture<string>)]);
+      const hungPid = Number(readFileSync(join(markers.dir, 'hung'), 'utf8'));
+      expect(early).toEqual([`0 by ${hungPid}`, `1 by ${hungPid}`]);
+      const [victim, survivor] = first?.pid === hungPid ? [first, second] : [second, first];
+      await killWorker(victim as WorkerProcess);
+      const late = await Promise.all([resultOf(futures[2] as ConcurrentFuture<string>), resultOf(futures[3] as ConcurrentFuture<string>)]);
+      expect(late).toEqual([`2 by ${survivor?.pid}`, `3 by ${survivor?.pid}`]);
+      expect(runs(markers.dir)).toEqual(['0', '1', '2', '2', '3']);
+      expect(made.statistics()).toMatchObject({ completed: 8, inFlight: 0, cancelled: 0 });
+    } finally {
+      markers.remove();
+      scratch.remove();
+    }
+  }, 30_000);
+
+  it("drops a forged outcome row naming no call of its job, telling the loop's exception handler; real calls still complete", async () => {
+    const markers = markerDir();
+    const loop = newEventLoop();
+    const heard: ExceptionContext[] = [];
+    loop.setExceptionHandler((_loop, context) => heard.push(context));
+    try {
+      await serve('forged');
+      const made = executor('forged');
+      // Once the executor's second job runs, a row naming it is forged.
+      const forging = (async (): Promise<string> => {
+        await until(() => existsSync(join(markers.dir, 'slow.started')), 'the slow call started');
+        const [{ name: executorId }] = (await postgres.query<{ name: string }>("SELECT name FROM bullmq.job WHERE queue = 'forged'")) as [{ name: string }];
+        await postgres.query("WITH o AS (INSERT INTO bullmq.multiloop_outcome (executor, data) VALUES ($1, convert_to($2, 'UTF8'))) SELECT pg_notify($3, '')", [
+          executorId,
+          JSON.stringify([`${executorId}-2`, 'constructor', 0, null, 0]),
+          `multiloop_out_${executorId}`,
+        ]);
+        return executorId;
+      })();
+      function* main(): Coroutine<unknown[]> {
+        expect(yield* loop.runInExecutor(made, add, 1, 2)).toBe(3);
+        const slow = loop.runInExecutor(made, work, markers.dir, 'slow', 1500);
+        while (heard.length === 0) yield* sleep(0.02);
+        return [yield* slow, yield* loop.runInExecutor(made, add, 20, 22)];
+      }
+      const [[slow, sum], executorId] = await Promise.all([loop.runUntilComplete(main()), forging]);
+      expect(slow).toBe(`slow by ${readFileSync(join(markers.dir, 'slow.started'), 'utf8')}`);
+      expect(sum).toBe(42);
+      expect(heard).toHaveLength(1);
+      expect(heard[0]?.message).toMatch(
+        new RegExp(
+          `^BullMQExecutor: outcome entry \\d+ on "bullmq"\\.multiloop_outcome \\(executor ${executorId}\\) was dropped: call index 'constructor' is not one of job ${executorId}-2's 1 call\\(s\\)$`,
+        ),
+      );
+      expect(heard[0]?.exception).toBeInstanceOf(TypeError);
+      expect(made.statistics().completed).toBe(3);
+    } finally {
+      loop.close();
+      markers.remove();
+    }
+  }, 30_000);
+
+  it('makes BullMQ\'s schema and its own tables on a fresh database; with migrate off, a fresh database fails the executor and the worker, saying why', async () => {
+    await postgres.query('CREATE DATABASE fresh');
+    const fresh = postgres.url.replace(/\/postgres$/, '/fresh');
+    const refusing = executor('fresh', { connection: fresh, migrate: false });
+    const error = await errorOf(refusing.submit(add, 1, 2));
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error.message).toMatch(
+      /^cannot use the BullMQ queue on PostgreSQL at 127\.0\.0\.1:\d+: the database has no BullMQ schema 'bullmq' and options\.migrate is false: run BullMQ's migrations \(runMigrations\), or leave migrate on once$/,
+    );
+    await expect(startWorker(null, ['--connection', fresh, '--no-migrate', '--queue', 'fresh', '--allow', JOBS])).rejects.toThrow(
+      /the worker exited before serving:\nmultiloop worker: cannot start: the database has no BullMQ schema 'bullmq' and options\.migrate is false/,
+    );
+
+    // BullMQ's schema alone (migrated by BullMQ itself) is not enough: multiloop's tables are named.
+    const bullmqOnly = new Queue('fresh', { connection: { connectionString: fresh, migrate: true } }, createPostgresBackend);
+    await bullmqOnly.waitUntilReady();
+    await bullmqOnly.close();
+    const stillRefusing = executor('fresh', { connection: fresh, migrate: false });
+    const missing = await errorOf(stillRefusing.submit(add, 1, 2));
+    expect(missing.message).toMatch(
+      /^cannot use the BullMQ queue on PostgreSQL at 127\.0\.0\.1:\d+: the database has no multiloop tables \(multiloop_outcome, multiloop_call_marks\) in schema 'bullmq' and options\.migrate is false: let an executor or a worker with migrate on make them once, or make them as the README \(Scaling out\) shows$/,
+    );
+
+    await serve('fresh', [], fresh);
+    const made = executor('fresh', { connection: fresh });
+    expect(await resultOf(made.submit(add, 40, 2))).toBe(42);
+    const tables = await postgres.query<{ name: string }>(
+      "SELECT to_regclass('bullmq.multiloop_outcome')::text AS name UNION ALL SELECT to_regclass('bullmq.multiloop_call_marks')::text",
+      [],
+      'fresh',
+    );
+    expect(tables.map((row) => row.name)).toEqual(['bullmq.multiloop_outcome', 'bullmq.multiloop_call_marks']);
+  }, 30_000);
+
+  it('ends a worker on SIGTERM after --grace when PostgreSQL is gone', async () => {
+    const doomed = await startPostgres();
+    try {
+      const worker = await serve('gone', ['--grace', '1'], doomed.url);
+      await doomed.stop();
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      expect(worker.output()).toMatch(/multiloop worker: closed\n$/);
+    } finally {
+      await doomed.stop();
+    }
+  }, 30_000);
+
+  it('serves in this process with a { postgres: config } connection and a schema of its own', async () => {
+    const connection = { postgres: { host: '127.0.0.1', port: postgres.port, user: 'postgres', database: 'postgres', schema: 'jobs' } };
+    const worker = await serveBullMQ({ connection, queue: 'inproc', allow: [JOBS], root: ROOT, handleSignals: false });
+    try {
+      const made = executor('inproc', { connection });
+      expect(await resultOf(made.submit(workerFn<[], number>(JOBS, 'pid')))).toBe(process.pid);
+      expect(String(made)).toMatch(/ postgres=127\.0\.0\.1:\d+ /);
+      expect(await postgres.query("SELECT 1 FROM pg_tables WHERE schemaname = 'jobs' AND tablename = 'multiloop_call_marks'")).toHaveLength(1);
+    } finally {
+      await worker.close();
+    }
+  });
+});
+
+describe('BullMQ on PostgreSQL: bad input', () => {
+  it('refuses connections that cannot work, naming them without a password', () => {
+    expect(() => new BullMQExecutor({ connection: { postgres: 5 } as never })).toThrow(
+      new TypeError('BullMQExecutor: options.connection.postgres must be an object of node-postgres pool options, got 5'),
+    );
+    expect(() => new BullMQExecutor({ connection: { postgres: { schema: 'a;drop' } } })).toThrow(
+      new TypeError("BullMQExecutor: options.connection.postgres.schema must be a plain identifier (letters, digits, _ and $, at most 63), got 'a;drop'"),
+    );
+    expect(() => new BullMQExecutor({ connection: 'postgres://u:s3cret@x', migrate: 'no' as never })).toThrow(new TypeError("BullMQExecutor: options.migrate must be a boolean, got 'no'"));
+    const made = new BullMQExecutor({ connection: 'postgres://user:s3cret@127.0.0.1:1/db', unreachableTimeout: 1 });
+    try {
+      expect(String(made)).toBe("<BullMQExecutor queue='multiloop' postgres=127.0.0.1:1 queued=0 in_flight=0 completed=0>");
+    } finally {
+      void made.shutdown(false);
+    }
+  });
+});
