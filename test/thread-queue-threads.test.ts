@@ -186,6 +186,31 @@ describe('ThreadQueue and threads with no loop (pool jobs)', () => {
     expect(out.worker.message).toBe("no item in ThreadQueue 'jobs' within 0.5 seconds");
   });
 
+  it('hands 5,000 items one at a time to a pool thread blocked in getSync, and back through a full queue: every wait woken', async () => {
+    // Each side sleeps on every item (the pool thread in getSync and putSync, the loop in get),
+    // so a change that did not wake its sleeper would stop the exchange: the pool thread's
+    // getSync would time out early, and its results would be fewer.
+    const count = 5_000;
+    const out = await run(
+      (function* (): Coroutine<{ worker: SyncOutcome; sum: number }> {
+        const jobs = new ThreadQueue<number>({ maxsize: 1, name: 'jobs' });
+        const results = new ThreadQueue<number>({ maxsize: 1, name: 'results' });
+        const ready = new ThreadQueue<string>({ name: 'ready' });
+        const worker = toThread(syncWorker, jobs, results, ready, 2);
+        yield* waiting(ready, 1);
+        let sum = 0;
+        for (let i = 1; i <= count; i++) {
+          yield* jobs.put(i);
+          sum += yield* results.get();
+        }
+        return { worker: yield* worker, sum };
+      })(),
+    );
+    expect(out.sum).toBe(count * (count + 1));
+    expect(out.worker.got).toHaveLength(count);
+    expect(out.worker.error).toBe('TimeoutError');
+  });
+
   it('times out putSync on a full queue in a pool thread, leaving the queue as it was', async () => {
     const out = await run(
       (function* (): Coroutine<[{ error: string | null; message?: string; isTimeout?: boolean }, number]> {
