@@ -2,8 +2,8 @@
  * BullMQExecutor and serveBullMQ on PostgreSQL (BullMQ 6's PostgreSQL backend), with a real
  * postgres and real worker processes: results and packing, a job over 1 MiB, the allow list,
  * statistics, cancellation of waiting and running calls, a worker SIGKILLed mid-job, a forged
- * outcome row, SIGTERM with PostgreSQL gone, and BullMQ's schema made on a fresh database (or
- * not, with migrate off).
+ * outcome row, a job whose decoding kills its workers, SIGTERM with PostgreSQL gone, and
+ * BullMQ's schema made on a fresh database (or not, with migrate off).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -290,6 +290,35 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
       markers.remove();
     }
   }, 30_000);
+
+  it('fails a job whose decoding kills its workers once they died more often than maxStalledCount, naming the cause; no worker decodes it again', async () => {
+    const made = executor('poison');
+    // Some six megabytes that decode into a million and a half objects, more than a worker of 64 MB
+    // of heap holds. (Two million arrays, as on Redis, take ten: a worker may then die fetching
+    // the job's row, before it counted its decode.)
+    const future = made.submit(echo, Array.from({ length: 1_500_000 }, () => ({})));
+    let settled = false;
+    const failure = resultOf(future).then(
+      () => null,
+      (error: unknown) => error as Error,
+    );
+    void failure.then(() => (settled = true));
+    const died: WorkerProcess[] = [];
+    while (!settled && died.length < 4) {
+      const worker = await startWorker(null, ['--connection', postgres.url, '--queue', 'poison', '--allow', JOBS, '--lock-duration', '1000', '--stalled-interval', '300'], {
+        NODE_OPTIONS: '--max-old-space-size=64',
+      });
+      workers.add(worker);
+      if ((await Promise.race([worker.exited.then(() => 'died'), failure.then(() => 'settled')])) === 'died') died.push(worker);
+    }
+    const error = await failure;
+    expect(died).toHaveLength(2);
+    for (const worker of died) expect(worker.output()).toMatch(/heap out of memory/i);
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error?.message).toMatch(
+      /^BullMQ failed job [0-9a-f]+-1: job stalled more than allowable limit; job [0-9a-f]+-1 \(\d+ bytes\) was not decoded again: 2 worker\(s\) died while decoding it \(out of memory\?\), more than maxStalledCount \(1\) allows$/,
+    );
+  }, 60_000);
 
   it('makes BullMQ\'s schema and its own tables on a fresh database; with migrate off, a fresh database fails the executor and the worker, saying why', async () => {
     await postgres.query('CREATE DATABASE fresh');
