@@ -1,14 +1,16 @@
 /**
  * BullMQExecutor and serveBullMQ on PostgreSQL (BullMQ 6's PostgreSQL backend), with a real
  * postgres and real worker processes: results and packing, a job over 1 MiB, the allow list,
- * statistics, cancellation of waiting and running calls, a worker SIGKILLed mid-job, a forged
- * outcome row, SIGTERM with PostgreSQL gone, and BullMQ's schema made on a fresh database (or
- * not, with migrate off).
+ * statistics, cancellation of waiting and running calls, a worker SIGKILLed mid-job, a job taken
+ * again after its lone call's outcome went out, a forged outcome row, a job whose decoding kills
+ * its workers, SIGTERM with PostgreSQL gone, and
+ * BullMQ's schema made on a fresh database (or not, with migrate off).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Queue, Worker, createPostgresBackend, type Job } from 'bullmq';
+import pg from 'pg';
 import type { ExceptionContext } from '../src/base-events.js';
 import { BullMQExecutor, serveBullMQ } from '../src/bullmq.js';
 import type { ConcurrentFuture } from '../src/concurrent.js';
@@ -27,6 +29,7 @@ const echo = workerFn<[unknown], unknown>(JOBS, 'echo');
 const touch = workerFn<[string, string, unknown], unknown>(JOBS, 'touch');
 const step = workerFn<[string, number, number], string>(JOBS, 'step');
 const work = workerFn<[string, string, number], string>(JOBS, 'work');
+const tally = workerFn<[string, number], number>(JOBS, 'tally');
 
 const hasPostgres = needPostgres('the distributed (BullMQ) PostgreSQL tests');
 
@@ -249,6 +252,54 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
     }
   }, 30_000);
 
+  it("never runs a lone call again once its outcome went out, when its job was taken again before BullMQ had it completed", async () => {
+    const markers = markerDir();
+    // BullMQ's lock on PostgreSQL expires by its workers' clocks, not the server's: frozen, the
+    // server answers late queries with stale times, and the job is completed before a check sees
+    // its lock expired. So the completion is held here (BullMQ's finalization lock of the queue),
+    // and the worker that ran the call is frozen past its lock once its outcome went out.
+    const holder = new pg.Client({ connectionString: postgres.url });
+    await holder.connect();
+    try {
+      const started = await Promise.all([serve('frozen'), serve('frozen')]);
+      const made = executor('frozen');
+      const future = made.submit(tally, markers.dir, 500);
+      await until(() => runs(markers.dir).length === 1, 'the call runs');
+      // Added and running: its completion waits from now on (adding a job would wait too).
+      await holder.query('BEGIN');
+      await holder.query("SELECT pg_advisory_xact_lock(hashtext('bullmq:finalization'), hashtext('frozen'))");
+      expect(await resultOf(future)).toBe(1);
+      const ran = Number(runs(markers.dir)[0]);
+      const [victim, survivor] = started[0]?.pid === ran ? started : [started[1], started[0]];
+      victim?.child.kill('SIGSTOP');
+      try {
+        // The other worker finds the lock expired, takes the job again and has it completed.
+        await until(async () => {
+          const [row] = await postgres.query<{ stalled: number; waiting: number }>(
+            "SELECT (SELECT stalled_count FROM bullmq.job WHERE queue = 'frozen') AS stalled, (SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted) AS waiting",
+          );
+          return row?.stalled === 1 && row.waiting === 2;
+        }, 'the job is taken again');
+        await holder.query('COMMIT');
+        await until(async () => (await jobsInPostgres('frozen')).length === 0, 'the job is completed');
+      } finally {
+        victim?.child.kill('SIGCONT');
+      }
+      expect(await resultOf(made.submit(add, 1, 1))).toBe(2);
+      expect(runs(markers.dir)).toEqual([String(ran)]);
+      expect(survivor?.pid).not.toBe(ran);
+      // Its marks go once BullMQ completed it, and the executor took every row sent to it.
+      await until(
+        async () =>
+          (await postgres.query("SELECT 1 FROM bullmq.multiloop_call_marks WHERE queue = 'frozen' UNION ALL SELECT 1 FROM bullmq.multiloop_outcome")).length === 0,
+        "the job's rows are gone",
+      );
+    } finally {
+      await holder.end();
+      markers.remove();
+    }
+  }, 30_000);
+
   it("drops a forged outcome row naming no call of its job, telling the loop's exception handler; real calls still complete", async () => {
     const markers = markerDir();
     const loop = newEventLoop();
@@ -290,6 +341,35 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
       markers.remove();
     }
   }, 30_000);
+
+  it('fails a job whose decoding kills its workers once they died more often than maxStalledCount, naming the cause; no worker decodes it again', async () => {
+    const made = executor('poison');
+    // Some six megabytes that decode into a million and a half objects, more than a worker of 64 MB
+    // of heap holds. (Two million arrays, as on Redis, take ten: a worker may then die fetching
+    // the job's row, before it counted its decode.)
+    const future = made.submit(echo, Array.from({ length: 1_500_000 }, () => ({})));
+    let settled = false;
+    const failure = resultOf(future).then(
+      () => null,
+      (error: unknown) => error as Error,
+    );
+    void failure.then(() => (settled = true));
+    const died: WorkerProcess[] = [];
+    while (!settled && died.length < 4) {
+      const worker = await startWorker(null, ['--connection', postgres.url, '--queue', 'poison', '--allow', JOBS, '--lock-duration', '1000', '--stalled-interval', '300'], {
+        NODE_OPTIONS: '--max-old-space-size=64',
+      });
+      workers.add(worker);
+      if ((await Promise.race([worker.exited.then(() => 'died'), failure.then(() => 'settled')])) === 'died') died.push(worker);
+    }
+    const error = await failure;
+    expect(died).toHaveLength(2);
+    for (const worker of died) expect(worker.output()).toMatch(/heap out of memory/i);
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error?.message).toMatch(
+      /^BullMQ failed job [0-9a-f]+-1: job stalled more than allowable limit; job [0-9a-f]+-1 \(\d+ bytes\) was not decoded again: 2 worker\(s\) died while decoding it \(out of memory\?\), more than maxStalledCount \(1\) allows$/,
+    );
+  }, 60_000);
 
   it('makes BullMQ\'s schema and its own tables on a fresh database; with migrate off, a fresh database fails the executor and the worker, saying why', async () => {
     await postgres.query('CREATE DATABASE fresh');
