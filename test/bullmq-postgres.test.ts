@@ -131,6 +131,20 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
     await until(async () => (await postgres.query('SELECT 1 FROM bullmq.multiloop_call_marks')).length === 0, 'the marks are gone');
   }, 30_000);
 
+  it("refuses a job past the worker's --max-job-bytes without decoding it, and caps the bytes of a job's outcomes", async () => {
+    await serve('limits', ['--max-job-bytes', '65536', '--max-outcome-bytes', '4096']);
+    const made = executor('limits');
+    const refused = await errorOf(made.submit(echo, new Uint8Array(100_000)));
+    expect(refused).toBeInstanceOf(RangeError);
+    expect(refused.message).toMatch(/^job [0-9a-f]+-1 takes \d+ bytes, more than this worker's maxJobBytes \(65536\): it was not decoded$/);
+    const capped = await errorOf(made.submit(echo, 'x'.repeat(10_000)));
+    expect(capped).toBeInstanceOf(RuntimeError);
+    expect(capped.message).toMatch(
+      /^the outcome of echo of \.\/test\/fixtures\/bullmq-jobs\.mjs was not sent back: the outcomes of job [0-9a-f]+-2 would take more than 4096 bytes \(the worker's maxOutcomeBytes\)$/,
+    );
+    expect(await resultOf(made.submit(echo, 'x'.repeat(1000)))).toBe('x'.repeat(1000));
+  }, 30_000);
+
   it('runs a job larger than 1 MiB, counting its decode in the database until it ended', async () => {
     await serve('large');
     const made = executor('large');
