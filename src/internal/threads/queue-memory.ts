@@ -15,8 +15,7 @@
  *
  * Waiting is not done here: PUTS, GETS and DONES count puts, gets and items done, and threads
  * that wait for one of them to change sleep on it (queue-waiters.ts); a change notifies sleepers
- * only when the word's WAITING flag says some may sleep, and takes the flag down as it does, so
- * a stream of changes pays for one notify per sleep, not one per change.
+ * only when the word's WAITING count says some may sleep.
  *
  * Dying inside: a thread ended while it holds a lock (`worker.terminate()` stops a thread at
  * whatever it runs, Atomics calls included) would leave the lock held for good. LoopThreads are
@@ -68,29 +67,17 @@ const ID_COPY = 38;
 /** 1 once a lock was found held by a thread that is gone (see "Dying inside"); never back to 0. */
 const BROKEN = 37;
 /**
- * Waiters' line: a flag for each of PUTS, GETS and DONES (`WAITING + word`'s place among them,
- * see `waitingFlag`), raised by a thread before it waits for the word to change, taken down by
- * the change that notifies it. A thread that dies while waiting leaves its flag raised: the next
- * change pays for a notify that wakes nobody, nothing worse.
+ * Waiters' line: how many waits are armed on PUTS, GETS and DONES (`WAITING + word`'s place
+ * among them, see `waitingCounter`). A thread that dies while waiting leaves its count behind:
+ * the changes that follow pay for a notify that wakes nobody, nothing worse.
  */
 const WAITING = 48;
 
 const CTL_WORDS = 64;
 
-/** The WAITING flag of the waits on `word` (PUTS, GETS or DONES). */
-export function waitingFlag(word: number): number {
+/** The WAITING count of the waits on `word` (PUTS, GETS or DONES). */
+export function waitingCounter(word: number): number {
   return word === PUTS ? WAITING : word === GETS ? WAITING + 1 : WAITING + 2;
-}
-
-/**
- * Wake the threads waiting for `word` to change (it just did) when its flag says some may: the
- * first change after a wait was armed notifies, and takes the flag down. A waiter raises the
- * flag before it waits and waits only while the word is as it saw it (Atomics.wait/waitAsync
- * compare it), so a change either comes before its wait (which then ends at once) or finds its
- * flag raised.
- */
-function wake(ctl: Int32Array, word: number, flag: number): void {
-  if (Atomics.load(ctl, flag) !== 0 && Atomics.exchange(ctl, flag, 0) !== 0) Atomics.notify(ctl, word);
 }
 
 /** Kinds of record. Numbers travel in the record itself; the rest as bytes (queue-items.ts). */
@@ -429,7 +416,7 @@ export class QueueMemory {
       Atomics.store(ctl, PUTS, puts + 1);
     }
     unlock(ctl, PUT_LOCK);
-    if (status === OK) wake(ctl, PUTS, WAITING);
+    if (status === OK && Atomics.load(ctl, WAITING) > 0) Atomics.notify(ctl, PUTS);
     return status;
   }
 
@@ -491,7 +478,7 @@ export class QueueMemory {
       }
     }
     unlock(ctl, GET_LOCK);
-    if (status === OK) wake(ctl, GETS, WAITING + 1);
+    if (status === OK && Atomics.load(ctl, WAITING + 1) > 0) Atomics.notify(ctl, GETS);
     return status;
   }
 
@@ -513,7 +500,7 @@ export class QueueMemory {
     const unfinished = (Atomics.load(ctl, PUTS) - dones) | 0;
     if (unfinished > 0) Atomics.store(ctl, DONES, dones + 1);
     unlock(ctl, GET_LOCK);
-    if (unfinished === 1) wake(ctl, DONES, WAITING + 2);
+    if (unfinished === 1 && Atomics.load(ctl, WAITING + 2) > 0) Atomics.notify(ctl, DONES);
     return unfinished > 0 ? OK : TOO_MANY;
   }
 
@@ -557,9 +544,9 @@ export class QueueMemory {
     }
     unlock(ctl, PUT_LOCK);
     if (status === OK) {
-      wake(ctl, PUTS, WAITING);
-      wake(ctl, GETS, WAITING + 1);
-      wake(ctl, DONES, WAITING + 2);
+      if (Atomics.load(ctl, WAITING) > 0) Atomics.notify(ctl, PUTS);
+      if (Atomics.load(ctl, WAITING + 1) > 0) Atomics.notify(ctl, GETS);
+      if (Atomics.load(ctl, WAITING + 2) > 0) Atomics.notify(ctl, DONES);
     }
     return status;
   }

@@ -19,7 +19,7 @@ import type { EventLoop, InboxReceiver, Pollable } from '../../base-events.js';
 import { Future } from '../../futures.js';
 import { Deque } from '../deque.js';
 import { removeWaiter } from '../waiters.js';
-import { waitingFlag } from './queue-memory.js';
+import { waitingCounter } from './queue-memory.js';
 
 /** A `for await` waiting outside any loop's futures: a Promise to resolve. */
 export class PromiseWaiter {
@@ -69,25 +69,30 @@ function holdThread(delta: number): void {
 
 /**
  * Block this thread until `ctl[word]` differs from `seen` or `ms` milliseconds passed (Infinity:
- * no limit), the word's waiting flag raised first.
+ * no limit), counted among the word's waiters meanwhile.
  */
 export function sleepOn(ctl: Int32Array, word: number, seen: number, ms: number): void {
-  Atomics.store(ctl, waitingFlag(word), 1);
-  Atomics.wait(ctl, word, seen, ms);
+  const counter = waitingCounter(word);
+  Atomics.add(ctl, counter, 1);
+  try {
+    Atomics.wait(ctl, word, seen, ms);
+  } finally {
+    Atomics.sub(ctl, counter, 1);
+  }
 }
 
 /** The waiters of one thread for changes of one sequence word of a queue (see the module's comment). */
 export class WordWatch implements Pollable, InboxReceiver {
   readonly #ctl: Int32Array;
   readonly #word: number;
-  readonly #flag: number;
+  readonly #counter: number;
   /** Whom a change wakes: 0 nobody (nothing to take), 1 the first waiter, 2 every waiter. */
   readonly #readiness: () => number;
   /**
    * In order; woken ones are taken off. Invariant: while it holds a waiter not done, a
-   * waitAsync of this watch is pending on the word (`#armed`, the word's WAITING flag raised
-   * before it) or on its way to be looked at (`#onNotified` queued), or a running loop polls
-   * this watch and arms it before it gives libuv a turn (`_beforeYield`).
+   * waitAsync of this watch is pending on the word (`#armed`, counted in the word's WAITING
+   * count) or on its way to be looked at (`#onNotified` queued), or a running loop polls this
+   * watch and arms it before it gives libuv a turn (`_beforeYield`).
    */
   readonly #waiters = new Deque<Waiter>(4);
   /** How many of them are PromiseWaiters (no loop arms the watch for them: it is armed at once). */
@@ -103,7 +108,7 @@ export class WordWatch implements Pollable, InboxReceiver {
   constructor(ctl: Int32Array, word: number, readiness: () => number) {
     this.#ctl = ctl;
     this.#word = word;
-    this.#flag = waitingFlag(word);
+    this.#counter = waitingCounter(word);
     this.#readiness = readiness;
   }
 
@@ -177,18 +182,17 @@ export class WordWatch implements Pollable, InboxReceiver {
     if (this.#armed) return;
     this.#armed = true;
     const arming = ++this.#arming;
-    Atomics.store(this.#ctl, this.#flag, 1);
+    Atomics.add(this.#ctl, this.#counter, 1);
     const wait = waitAsync(this.#ctl, this.#word, this.#seen);
     if (wait.async) void wait.value.then(() => this.#onNotified(arming));
     else queueMicrotask(() => this.#onNotified(arming));
   }
 
-  /**
-   * A change was seen, through the pending waitAsync or without it. The flag stays: other waits
-   * on the word may have raised it too, and a flag nobody needs costs one notify that wakes nobody.
-   */
+  /** A change was seen without the pending waitAsync: producers need not notify it any longer. */
   #disarm(): void {
+    if (!this.#armed) return;
     this.#armed = false;
+    Atomics.sub(this.#ctl, this.#counter, 1);
   }
 
   /** The waitAsync of `arming` ended (notified, or the word had changed already). */
