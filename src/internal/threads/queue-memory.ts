@@ -75,6 +75,18 @@ const WAITING = 48;
 
 const CTL_WORDS = 64;
 
+/**
+ * How many items were put, as a consumer may count them: at least as many as were got. A
+ * producer moves TAIL past its record before it counts the put in PUTS, so a get can take the
+ * record, and its taskDone() come, in between; counted from PUTS alone, that taskDone found no
+ * item unfinished (RangeError 'task_done() called too many times', and a join() that never ended).
+ */
+function putsCounted(ctl: Int32Array): number {
+  const puts = Atomics.load(ctl, PUTS);
+  const gets = Atomics.load(ctl, GETS);
+  return ((gets - puts) | 0) > 0 ? gets : puts;
+}
+
 /** The WAITING count of the waits on `word` (PUTS, GETS or DONES). */
 export function waitingCounter(word: number): number {
   return word === PUTS ? WAITING : word === GETS ? WAITING + 1 : WAITING + 2;
@@ -289,16 +301,17 @@ export class QueueMemory {
     return this.#maxsize;
   }
 
-  /** Items in the queue now (read without a lock: GETS first, so that it is never below 0). */
+  /** Items in the queue now (read without a lock; never below 0, see putsCounted). */
   qsize(): number {
     const gets = Atomics.load(this.ctl, GETS);
     const count = (Atomics.load(this.ctl, PUTS) - gets) | 0;
+    if (count < 0) return 0;
     return this.#maxsize > 0 && count > this.#maxsize ? this.#maxsize : count;
   }
 
   unfinished(): number {
     const dones = Atomics.load(this.ctl, DONES);
-    return (Atomics.load(this.ctl, PUTS) - dones) | 0;
+    return (putsCounted(this.ctl) - dones) | 0;
   }
 
   isShutdown(): boolean {
@@ -497,7 +510,7 @@ export class QueueMemory {
     if (Atomics.load(ctl, BROKEN) !== 0) return BROKEN_QUEUE;
     if (!lock(ctl, GET_LOCK)) return BROKEN_QUEUE;
     const dones = ctl[DONES] as number;
-    const unfinished = (Atomics.load(ctl, PUTS) - dones) | 0;
+    const unfinished = (putsCounted(ctl) - dones) | 0;
     if (unfinished > 0) Atomics.store(ctl, DONES, dones + 1);
     unlock(ctl, GET_LOCK);
     if (unfinished === 1 && Atomics.load(ctl, WAITING + 2) > 0) Atomics.notify(ctl, DONES);
