@@ -6,6 +6,7 @@
  * backend: redis.ts (streams, bitmaps, pub/sub, one Lua script) and postgres.ts (tables and
  * LISTEN/NOTIFY). Nothing here imports BullMQ; the engines know only these interfaces.
  */
+import type { Queue } from 'bullmq';
 import type { JobData } from './wire.js';
 
 /** A job as BullMQ's `addBulk` takes it. */
@@ -99,4 +100,29 @@ export interface RunnerChannel {
   subscribe(listener: (message: string) => void): Promise<void>;
   /** Stop hearing cancel requests and drop the connections of this channel's own. */
   close(): void;
+}
+
+/**
+ * The calls of a QueuePort that go to BullMQ's Queue itself, the same on every backend: a lone
+ * job through `add` (no MULTI around one job), several through `addBulk`.
+ *
+ * @example
+ * ```ts
+ * return { ...queueCalls(queue), get channel() { ... }, onError, close };
+ * ```
+ */
+export function queueCalls(queue: Queue): Pick<QueuePort, 'addBulk' | 'remove'> {
+  return {
+    async addBulk(jobs: AddedJob[]): Promise<void> {
+      if (jobs.length === 1) {
+        const [job] = jobs as [AddedJob];
+        await queue.add(job.name, job.data, job.opts);
+      } else {
+        await queue.addBulk(jobs.map((job) => ({ name: job.name, data: job.data, opts: job.opts })));
+      }
+    },
+    async remove(jobId: string): Promise<boolean> {
+      return (await queue.remove(jobId)) === 1;
+    },
+  };
 }

@@ -20,7 +20,7 @@ import type { Client, ClientConfig, Notification, Pool, PoolConfig } from 'pg';
 import type { JobsOptions, PostgresQueueBackend, Processor, Queue, Worker } from 'bullmq';
 import { repr } from '../format.js';
 import type { Backend, BullMQModule, WorkerSettings } from './backends.js';
-import type { AddedJob, CallMarks, CallerChannel, ChannelEvents, OutcomeSink, QueuePort, RunnerChannel } from './channels.js';
+import { queueCalls, type CallMarks, type CallerChannel, type ChannelEvents, type OutcomeSink, type QueuePort, type RunnerChannel } from './channels.js';
 import { KEY_TTL_SECONDS } from './wire.js';
 
 /** Rows taken per read. */
@@ -572,17 +572,7 @@ class PostgresBackend implements Backend {
     let channel: Promise<CallerChannel> | null = null;
     const config = this.#clientConfig();
     return {
-      async addBulk(jobs: AddedJob[]): Promise<void> {
-        if (jobs.length === 1) {
-          const [job] = jobs as [AddedJob];
-          await queue.add(job.name, job.data, job.opts);
-        } else {
-          await queue.addBulk(jobs.map((job) => ({ name: job.name, data: job.data, opts: job.opts })));
-        }
-      },
-      async remove(jobId: string): Promise<boolean> {
-        return (await queue.remove(jobId)) === 1;
-      },
+      ...queueCalls(queue),
       get channel(): Promise<CallerChannel> {
         channel ??= (async () => {
           const opened = new PostgresCallerChannel(pool, config, names, name, executorId);

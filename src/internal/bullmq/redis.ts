@@ -17,7 +17,7 @@ import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { JobsOptions, Processor, Queue, Worker } from 'bullmq';
 import { repr } from '../format.js';
 import type { Backend, BullMQModule, WorkerSettings } from './backends.js';
-import type { AddedJob, CallMarks, CallerChannel, ChannelEvents, OutcomeSink, QueuePort, RunnerChannel } from './channels.js';
+import { queueCalls, type CallMarks, type CallerChannel, type ChannelEvents, type OutcomeSink, type QueuePort, type RunnerChannel } from './channels.js';
 import { KEY_TTL_SECONDS } from './wire.js';
 
 /** Outcome entries read per XREAD. */
@@ -393,17 +393,7 @@ class RedisBackend implements Backend {
     const keys = new QueueKeys(prefix, name);
     let channel: Promise<CallerChannel> | null = null;
     return {
-      async addBulk(jobs: AddedJob[]): Promise<void> {
-        if (jobs.length === 1) {
-          const [job] = jobs as [AddedJob];
-          await queue.add(job.name, job.data, job.opts);
-        } else {
-          await queue.addBulk(jobs.map((job) => ({ name: job.name, data: job.data, opts: job.opts })));
-        }
-      },
-      async remove(jobId: string): Promise<boolean> {
-        return (await queue.remove(jobId)) === 1;
-      },
+      ...queueCalls(queue),
       // Made on first use: an executor shut down before it connected never opens its reader.
       get channel(): Promise<CallerChannel> {
         channel ??= client.then((ready) => new RedisCallerChannel(ready, keys, executorId));
