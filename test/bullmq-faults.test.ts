@@ -12,7 +12,7 @@ import { BullMQExecutor } from '../src/bullmq.js';
 import type { ConcurrentFuture } from '../src/concurrent.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { workerFn } from '../src/worker-fn.js';
-import { jobsInRedis, killWorker, markerDir, resultOf, runs, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { endAll, jobsInRedis, killWorker, markerDir, type RedisServer, resultOf, runs, startRedis, startWorker, until, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
@@ -55,17 +55,8 @@ describe.runIf(hasRedis)('BullMQ faults', () => {
   });
 
   afterEach(async () => {
-    await Promise.all(
-      executors.map(async (made) => {
-        const joined = made.shutdown(true, { cancelFutures: true });
-        const timer = setTimeout(() => void made.shutdown(false), 5000);
-        await joined;
-        clearTimeout(timer);
-      }),
-    );
+    await endAll(executors, workers);
     executors = [];
-    await Promise.all([...workers].map(killWorker));
-    workers.clear();
   });
 
   afterAll(async () => {

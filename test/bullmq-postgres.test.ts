@@ -20,7 +20,7 @@ import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
 import { workerFn } from '../src/worker-fn.js';
 import { needPostgres, startPostgres, type PostgresServer } from './helpers/postgres.js';
-import { ROOT, killWorker, markerDir, resultOf, runs, startWorker, until, type WorkerProcess } from './helpers/redis.js';
+import { endAll, killWorker, markerDir, resultOf, ROOT, runs, startWorker, until, type WorkerProcess } from './helpers/redis.js';
 
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
 const FORBIDDEN = './test/fixtures/bullmq-forbidden.mjs';
@@ -72,17 +72,8 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
   }, 30_000);
 
   afterEach(async () => {
-    await Promise.all(
-      executors.map(async (made) => {
-        const joined = made.shutdown(true, { cancelFutures: true });
-        const timer = setTimeout(() => void made.shutdown(false), 5000);
-        await joined;
-        clearTimeout(timer);
-      }),
-    );
+    await endAll(executors, workers);
     executors = [];
-    await Promise.all([...workers].map(killWorker));
-    workers.clear();
   });
 
   afterAll(async () => {

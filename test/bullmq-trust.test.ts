@@ -14,7 +14,7 @@ import { newEventLoop } from '../src/events.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
 import { workerFn } from '../src/worker-fn.js';
-import { ROOT, jobsInRedis, killWorker, markerDir, redisCli, resultOf, runs, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { endAll, jobsInRedis, killWorker, markerDir, redisCli, type RedisServer, resultOf, ROOT, runs, startRedis, startWorker, until, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
@@ -47,17 +47,8 @@ describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
   });
 
   afterEach(async () => {
-    await Promise.all(
-      executors.map(async (made) => {
-        const joined = made.shutdown(true, { cancelFutures: true });
-        const timer = setTimeout(() => void made.shutdown(false), 5000);
-        await joined;
-        clearTimeout(timer);
-      }),
-    );
+    await endAll(executors, workers);
     executors = [];
-    await Promise.all([...workers].map(killWorker));
-    workers.clear();
   });
 
   afterAll(async () => {

@@ -9,6 +9,7 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { BullMQExecutor } from '../../src/bullmq.js';
 import type { ConcurrentFuture } from '../../src/concurrent.js';
 import { freePort } from './io.js';
 
@@ -195,3 +196,20 @@ export function runs(dir: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [];
 }
 
+
+/**
+ * The end of a test of the distributed executor: shut `executors` down, cancelling what is left
+ * (forced after 5 s), kill `workers` and forget them.
+ */
+export async function endAll(executors: readonly BullMQExecutor[], workers: Set<WorkerProcess>): Promise<void> {
+  await Promise.all(
+    executors.map(async (made) => {
+      const joined = made.shutdown(true, { cancelFutures: true });
+      const timer = setTimeout(() => void made.shutdown(false), 5000);
+      await joined;
+      clearTimeout(timer);
+    }),
+  );
+  await Promise.all([...workers].map(killWorker));
+  workers.clear();
+}
