@@ -263,10 +263,15 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
     // server answers late queries with stale times, and the job is completed before a check sees
     // its lock expired. So the completion is held here (BullMQ's finalization lock of the queue),
     // and the worker that ran the call is frozen past its lock once its outcome went out.
+    // A worker whose completion waits on that lock no longer extends its own lock either, so the
+    // job is taken again every lock period until the completion goes through: the workers allow
+    // that many stalls, and the check below holds from the first retake on (a loaded machine may
+    // poll past the first).
     const holder = new pg.Client({ connectionString: postgres.url });
     await holder.connect();
     try {
-      const started = await Promise.all([serve('frozen'), serve('frozen')]);
+      const lenient = ['--max-stalled-count', '1000'];
+      const started = await Promise.all([serve('frozen', lenient), serve('frozen', lenient)]);
       const made = executor('frozen');
       const future = made.submit(tally, markers.dir, 500);
       await until(() => runs(markers.dir).length === 1, 'the call runs');
@@ -283,7 +288,8 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
           const [row] = await postgres.query<{ stalled: number; waiting: number }>(
             "SELECT (SELECT stalled_count FROM bullmq.job WHERE queue = 'frozen') AS stalled, (SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted) AS waiting",
           );
-          return row?.stalled === 1 && row.waiting === 2;
+          // Taken again, and a completion other than the frozen worker's waits.
+          return row !== undefined && row.stalled >= 1 && row.waiting >= 2;
         }, 'the job is taken again');
         await holder.query('COMMIT');
         await until(async () => (await jobsInPostgres('frozen')).length === 0, 'the job is completed');
