@@ -11,7 +11,7 @@ import { median, now, percentile, perSecond, type Row } from './harness.js';
 
 const SERVICE = new URL('./fixtures/queue-service.js', import.meta.url);
 const ECHO = new URL('./fixtures/echo-service.js', import.meta.url);
-const ROUNDS = 5;
+const ROUNDS = 9;
 const ITEMS = 400_000;
 const CHUNKS = 40;
 const CHUNK = 250;

@@ -20,7 +20,7 @@ import {
   type LoopThread,
 } from '../src/index.js';
 import { toWire } from '../src/internal/wire.js';
-import { _setStuckLockMs } from '../src/internal/threads/queue-memory.js';
+import { PUTS, _setStuckLockMs, _waitingOn } from '../src/internal/threads/queue-memory.js';
 import { expectError } from './helpers/errors.js';
 import { awaitPromise, errorOf, outcome, useThreads } from './helpers/loop-threads.js';
 
@@ -209,6 +209,36 @@ describe('ThreadQueue and threads with no loop (pool jobs)', () => {
     expect(out.sum).toBe(count * (count + 1));
     expect(out.worker.got).toHaveLength(count);
     expect(out.worker.error).toBe('TimeoutError');
+  });
+
+  it('takes a woken sleeper off the count in the put that woke it: the puts after it notify nobody', async () => {
+    // A getSync counts itself among the sleepers of PUTS before it sleeps; the put that wakes it
+    // takes it off at once (not the sleeper once it runs again), so the next puts, made while it
+    // has not taken its item yet, find nobody counted and notify nobody.
+    const out = await run(
+      (function* (): Coroutine<{ counts: number[]; worker: SyncOutcome }> {
+        const jobs = new ThreadQueue<number>({ name: 'jobs' });
+        const results = new ThreadQueue<number>({ name: 'results' });
+        const ready = new ThreadQueue<string>({ name: 'ready' });
+        const control = new Int32Array(jobs._toWire().buffers.control);
+        const worker = toThread(syncWorker, jobs, results, ready, 5);
+        yield* waiting(ready, 1);
+        const counts: number[] = [];
+        for (let round = 1; round <= 3; round++) {
+          while (_waitingOn(control, PUTS) === 0) yield* sleep(0.005);
+          yield* sleep(0.02);
+          counts.push(_waitingOn(control, PUTS));
+          jobs.putNowait(round);
+          counts.push(_waitingOn(control, PUTS));
+          expect(yield* results.get()).toBe(round * 2);
+        }
+        jobs.shutdown();
+        return { counts, worker: yield* worker };
+      })(),
+    );
+    expect(out.counts).toEqual([1, 0, 1, 0, 1, 0]);
+    expect(out.worker.got).toEqual([1, 2, 3]);
+    expect(out.worker.error).toBe('QueueShutDown');
   });
 
   it('times out putSync on a full queue in a pool thread, leaving the queue as it was', async () => {

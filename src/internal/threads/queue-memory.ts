@@ -15,7 +15,7 @@
  *
  * Waiting is not done here: PUTS, GETS and DONES count puts, gets and items done, and threads
  * that wait for one of them to change sleep on it (queue-waiters.ts); a change notifies sleepers
- * only when the word's WAITING count says some may sleep.
+ * only when the word's WAITING count says some sleep (see WAITING).
  *
  * Dying inside: a thread ended while it holds a lock (`worker.terminate()` stops a thread at
  * whatever it runs, Atomics calls included) would leave the lock held for good. LoopThreads are
@@ -67,9 +67,13 @@ const ID_COPY = 38;
 /** 1 once a lock was found held by a thread that is gone (see "Dying inside"); never back to 0. */
 const BROKEN = 37;
 /**
- * Waiters' line: how many waits are armed on PUTS, GETS and DONES (`WAITING + word`'s place
- * among them, see `waitingCounter`). A thread that dies while waiting leaves its count behind:
- * the changes that follow pay for a notify that wakes nobody, nothing worse.
+ * Waiters' line: how many waits sleep on PUTS, GETS and DONES (`WAITING + word`'s place among
+ * them, see `waitingCounter`). A waiter counts itself before it waits; the change that wakes it
+ * takes it off (Atomics.notify says how many it woke), and a wait that ends otherwise (the word
+ * differed already, a timeout) takes itself off. So a count is never below the sleepers: a change
+ * that reads 0 has nobody to wake, and a change that woke the sleepers leaves the next changes
+ * free of notifies until somebody sleeps again. A thread that dies while waiting leaves its count
+ * behind: the changes that follow pay for a notify that wakes nobody, nothing worse.
  */
 const WAITING = 48;
 
@@ -90,6 +94,18 @@ function putsCounted(ctl: Int32Array): number {
 /** The WAITING count of the waits on `word` (PUTS, GETS or DONES). */
 export function waitingCounter(word: number): number {
   return word === PUTS ? WAITING : word === GETS ? WAITING + 1 : WAITING + 2;
+}
+
+/** `word` (PUTS, GETS or DONES) changed: wake its sleepers, if any, and take them off its WAITING count. */
+function wake(ctl: Int32Array, word: number, counter: number): void {
+  if (Atomics.load(ctl, counter) <= 0) return;
+  const woken = Atomics.notify(ctl, word);
+  if (woken > 0) Atomics.sub(ctl, counter, woken);
+}
+
+/** @internal Tests: how many waits are counted on `word` (PUTS, GETS or DONES) now. */
+export function _waitingOn(ctl: Int32Array, word: number): number {
+  return Atomics.load(ctl, waitingCounter(word));
 }
 
 /** Kinds of record. Numbers travel in the record itself; the rest as bytes (queue-items.ts). */
@@ -200,7 +216,7 @@ function breakQueue(ctl: Int32Array): void {
   Atomics.store(ctl, BROKEN, 1);
   for (const word of [PUTS, GETS, DONES]) {
     Atomics.add(ctl, word, 1);
-    Atomics.notify(ctl, word);
+    wake(ctl, word, waitingCounter(word));
   }
 }
 
@@ -429,7 +445,7 @@ export class QueueMemory {
       Atomics.store(ctl, PUTS, puts + 1);
     }
     unlock(ctl, PUT_LOCK);
-    if (status === OK && Atomics.load(ctl, WAITING) > 0) Atomics.notify(ctl, PUTS);
+    if (status === OK) wake(ctl, PUTS, WAITING);
     return status;
   }
 
@@ -491,7 +507,7 @@ export class QueueMemory {
       }
     }
     unlock(ctl, GET_LOCK);
-    if (status === OK && Atomics.load(ctl, WAITING + 1) > 0) Atomics.notify(ctl, GETS);
+    if (status === OK) wake(ctl, GETS, WAITING + 1);
     return status;
   }
 
@@ -513,7 +529,7 @@ export class QueueMemory {
     const unfinished = (putsCounted(ctl) - dones) | 0;
     if (unfinished > 0) Atomics.store(ctl, DONES, dones + 1);
     unlock(ctl, GET_LOCK);
-    if (unfinished === 1 && Atomics.load(ctl, WAITING + 2) > 0) Atomics.notify(ctl, DONES);
+    if (unfinished === 1) wake(ctl, DONES, WAITING + 2);
     return unfinished > 0 ? OK : TOO_MANY;
   }
 
@@ -557,9 +573,9 @@ export class QueueMemory {
     }
     unlock(ctl, PUT_LOCK);
     if (status === OK) {
-      if (Atomics.load(ctl, WAITING) > 0) Atomics.notify(ctl, PUTS);
-      if (Atomics.load(ctl, WAITING + 1) > 0) Atomics.notify(ctl, GETS);
-      if (Atomics.load(ctl, WAITING + 2) > 0) Atomics.notify(ctl, DONES);
+      wake(ctl, PUTS, WAITING);
+      wake(ctl, GETS, WAITING + 1);
+      wake(ctl, DONES, WAITING + 2);
     }
     return status;
   }

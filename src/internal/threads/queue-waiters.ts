@@ -74,10 +74,12 @@ function holdThread(delta: number): void {
 export function sleepOn(ctl: Int32Array, word: number, seen: number, ms: number): void {
   const counter = waitingCounter(word);
   Atomics.add(ctl, counter, 1);
+  let woken = false;
   try {
-    Atomics.wait(ctl, word, seen, ms);
+    woken = Atomics.wait(ctl, word, seen, ms) === 'ok';
   } finally {
-    Atomics.sub(ctl, counter, 1);
+    // Woken by a notify: the change took this wait off the count already.
+    if (!woken) Atomics.sub(ctl, counter, 1);
   }
 }
 
@@ -89,16 +91,23 @@ export class WordWatch implements Pollable, InboxReceiver {
   /** Whom a change wakes: 0 nobody (nothing to take), 1 the first waiter, 2 every waiter. */
   readonly #readiness: () => number;
   /**
-   * In order; woken ones are taken off. Invariant: while it holds a waiter not done, a
-   * waitAsync of this watch is pending on the word (`#armed`, counted in the word's WAITING
-   * count) or on its way to be looked at (`#onNotified` queued), or a running loop polls this
-   * watch and arms it before it gives libuv a turn (`_beforeYield`).
+   * In order; woken ones are taken off. Invariant: while it holds a waiter not done, the watch
+   * is armed (a change wakes it: see `#arm`), or a change is on its way to be looked at
+   * (`#onNotified` queued), or a running loop polls this watch and arms it before it gives libuv
+   * a turn (`_beforeYield`).
    */
   readonly #waiters = new Deque<Waiter>(4);
   /** How many of them are PromiseWaiters (no loop arms the watch for them: it is armed at once). */
   #promises = 0;
+  /** Whether a change is to be delivered when the pending waitAsync ends. */
   #armed = false;
-  /** Which arming the pending waitAsync is: one disarmed meanwhile (its change seen by a poll) is stale. */
+  /**
+   * Whether a waitAsync of this watch is pending on the word, counted in its WAITING count (the
+   * change that wakes it takes it off). It outlives a disarming: a poll that saw a change first
+   * leaves it pending, and the next arming uses it, as it is woken by the next change.
+   */
+  #pending = false;
+  /** Which arming a change found before any wait is for: one disarmed meanwhile is stale. */
   #arming = 0;
   /** The word as it was when a waiter last found nothing to take: a change is any other value. */
   #seen = 0;
@@ -182,20 +191,35 @@ export class WordWatch implements Pollable, InboxReceiver {
     if (this.#armed) return;
     this.#armed = true;
     const arming = ++this.#arming;
+    if (this.#pending) {
+      // The pending wait is woken by the next change; one since `#seen` is not waited for.
+      if (Atomics.load(this.#ctl, this.#word) !== this.#seen) queueMicrotask(() => this.#onNotified(arming));
+      return;
+    }
     Atomics.add(this.#ctl, this.#counter, 1);
     const wait = waitAsync(this.#ctl, this.#word, this.#seen);
-    if (wait.async) void wait.value.then(() => this.#onNotified(arming));
-    else queueMicrotask(() => this.#onNotified(arming));
+    if (wait.async) {
+      this.#pending = true;
+      void wait.value.then(this.#onWoken);
+    } else {
+      // The word differed already: nobody notifies this wait, it takes itself off the count.
+      Atomics.sub(this.#ctl, this.#counter, 1);
+      queueMicrotask(() => this.#onNotified(arming));
+    }
   }
 
-  /** A change was seen without the pending waitAsync: producers need not notify it any longer. */
+  /** A change was seen without a notify: none is to be delivered when the pending wait ends. */
   #disarm(): void {
-    if (!this.#armed) return;
     this.#armed = false;
-    Atomics.sub(this.#ctl, this.#counter, 1);
   }
 
-  /** The waitAsync of `arming` ended (notified, or the word had changed already). */
+  /** The pending waitAsync was woken (by a change, which took it off the count). */
+  readonly #onWoken = (): void => {
+    this.#pending = false;
+    this.#onNotified(this.#arming);
+  };
+
+  /** A change for arming `arming` came. */
   #onNotified(arming: number): void {
     if (arming !== this.#arming || !this.#armed) return;
     this.#disarm();
