@@ -11,6 +11,13 @@
  *   (base-events.ts `#spin`), takes a change through its inbox like a link's batch, and arms the
  *   waitAsync only as it gives libuv a turn: a consumer that keeps up costs its producers no
  *   notify.
+ * A spinning loop gathers the changes of a stream before it takes them: once it sees the word
+ * change, it lets the change stand until the word has been still for GATHER_QUIET_MS, or
+ * GATHER_COUNT changes wait, or GATHER_LIMIT_MS passed. A lone item is taken half a microsecond
+ * later; a stream is taken in runs. Taken one by one, each item of a stream cost its consumer a
+ * wake-up and both threads a transfer of the producers' cache line (about 0.4 µs each way between
+ * the cores of these machines), and a consumer that kept pace that way went no faster than one
+ * that lagged and took runs.
  * On a change the watch wakes its first waiter (every waiter when the queue was shut down, or
  * for DONES); a woken getter that took an item wakes the next one while items are left, and one
  * that found nothing waits again in its place at the front.
@@ -50,6 +57,22 @@ const waitAsync = (
 ).waitAsync;
 
 const NOTHING: unknown[] = [];
+
+/** A change seen by a poll is taken once the word has been still this long (ms)… */
+const GATHER_QUIET_MS = 0.0005;
+/** …or this many changes wait… */
+const GATHER_COUNT = 16;
+/** …or this long (ms) after it was first seen. */
+const GATHER_LIMIT_MS = 0.004;
+
+let clock: () => number = () => performance.now();
+
+/** @internal Tests: the clock the gathering of changes reads (ms); returns the one it replaces. */
+export function _setGatherClock(next: () => number): () => number {
+  const before = clock;
+  clock = next;
+  return before;
+}
 
 /**
  * Promise waiters in this thread: while there are some, a timer keeps the thread alive (a pending
@@ -111,6 +134,11 @@ export class WordWatch implements Pollable, InboxReceiver {
   #arming = 0;
   /** The word as it was when a waiter last found nothing to take: a change is any other value. */
   #seen = 0;
+  /** When a poll first saw the change it lets stand (-1: none stands). */
+  #heldSince = -1;
+  /** The word at the last poll that saw it move, and when that was. */
+  #heldWord = 0;
+  #movedAt = 0;
   /** The loop that polls this watch while one of its futures waits here. */
   #loop: EventLoop | null = null;
 
@@ -181,6 +209,7 @@ export class WordWatch implements Pollable, InboxReceiver {
   #changed(): void {
     // Read before the state: a change after this read makes the next wait return at once.
     this.#seen = Atomics.load(this.#ctl, this.#word);
+    this.#heldSince = -1;
     const ready = this.#readiness();
     if (ready === 2) while (this.#waiters.length > 0) this.wakeNext();
     else if (ready === 1) this.wakeNext();
@@ -229,13 +258,34 @@ export class WordWatch implements Pollable, InboxReceiver {
     else if (this.#waiters.length > 0) this.#changed();
   }
 
-  /** @internal The loop spins before it sleeps: whether the word changed (then the change is in its inbox). */
+  /**
+   * @internal The loop spins before it sleeps: whether a change is taken (then it is in the
+   * loop's inbox). A change stands while more keep coming (see GATHER_QUIET_MS).
+   */
   _poll(): boolean {
-    const now = Atomics.load(this.#ctl, this.#word);
-    if (now === this.#seen || this.#loop === null) return false;
-    this.#seen = now;
-    this.#loop._deliver(this, NOTHING);
+    const word = Atomics.load(this.#ctl, this.#word);
+    if (word === this.#seen || this.#loop === null) return false;
+    const now = clock();
+    if (this.#heldSince < 0) {
+      this.#heldSince = now;
+      this.#heldWord = word;
+      this.#movedAt = now;
+      return false;
+    }
+    if (word !== this.#heldWord) {
+      this.#heldWord = word;
+      this.#movedAt = now;
+    }
+    if (now - this.#movedAt < GATHER_QUIET_MS && ((word - this.#seen) | 0) < GATHER_COUNT && now - this.#heldSince < GATHER_LIMIT_MS) return false;
+    this.#take(word);
     return true;
+  }
+
+  /** Put the change up to `word` in the loop's inbox. */
+  #take(word: number): void {
+    this.#heldSince = -1;
+    this.#seen = word;
+    (this.#loop as EventLoop)._deliver(this, NOTHING);
   }
 
   /**
@@ -245,7 +295,12 @@ export class WordWatch implements Pollable, InboxReceiver {
    */
   _beforeYield(): boolean {
     if (this.#waiters.length === 0 || this.#loop === null) return false;
-    if (this._poll()) return true;
+    // The loop stops spinning: a change that stood is taken now.
+    const word = Atomics.load(this.#ctl, this.#word);
+    if (word !== this.#seen) {
+      this.#take(word);
+      return true;
+    }
     this.#arm();
     return false;
   }
@@ -273,6 +328,7 @@ export class WordWatch implements Pollable, InboxReceiver {
   }
 
   #stopPolling(): void {
+    this.#heldSince = -1;
     if (this.#loop === null) return;
     this.#loop._removePollable(this);
     this.#loop = null;
