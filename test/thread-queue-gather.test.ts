@@ -5,14 +5,14 @@
  * clock is a fake one, moved by hand; puts are counted into the word as a producer's would be.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { newEventLoop, type AbstractEventLoop } from '../src/index.js';
+import { newEventLoop } from '../src/index.js';
 import { PUTS, QueueMemory } from '../src/internal/threads/queue-memory.js';
 import { WordWatch, _setGatherClock } from '../src/internal/threads/queue-waiters.js';
 import type { EventLoop } from '../src/base-events.js';
 
 let now = 1;
 let restore: () => number;
-let loop: AbstractEventLoop;
+let loop: EventLoop;
 let memory: QueueMemory;
 let watch: WordWatch;
 
@@ -35,7 +35,7 @@ beforeEach(() => {
   memory = new QueueMemory(0);
   watch = new WordWatch(memory.ctl, PUTS, () => 1);
   // A getter of the (not running) loop waits on the word as it is now.
-  watch.add((loop as EventLoop).createFuture<void>(), watch.observe(), false);
+  watch.add(loop.createFuture<void>(), watch.observe(), false);
 });
 
 afterEach(() => {
