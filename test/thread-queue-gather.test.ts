@@ -1,7 +1,7 @@
 /**
  * How a spinning loop takes the changes of a ThreadQueue's word (queue-waiters.ts WordWatch):
- * a lone change once the word has been still for half a microsecond, a stream in runs (16
- * changes, or 4 µs after the first was seen), and at once when the loop stops spinning. The
+ * a lone change once the word has been still for half a microsecond, a stream in runs (32
+ * changes, or 8 µs after the first was seen), and at once when the loop stops spinning. The
  * clock is a fake one, moved by hand; puts are counted into the word as a producer's would be.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -59,40 +59,40 @@ describe('a spinning loop gathering the changes of a ThreadQueue', () => {
     expect(pollAt(1.002)).toBe(false);
   });
 
-  it('lets a stream stand while it keeps coming, and takes it once 16 changes wait', () => {
+  it('lets a stream stand while it keeps coming, and takes it once 32 changes wait', () => {
     putAt(1);
     expect(pollAt(1)).toBe(false);
-    for (let i = 1; i < 15; i++) {
+    for (let i = 1; i < 31; i++) {
       putAt(1 + i * 0.0002);
       expect(pollAt(1 + i * 0.0002)).toBe(false);
     }
-    putAt(1.0031);
-    expect(pollAt(1.0031)).toBe(true);
+    putAt(1.0063);
+    expect(pollAt(1.0063)).toBe(true);
   });
 
-  it('takes a stream that never pauses 4 µs after its first change was seen', () => {
+  it('takes a stream that never pauses 8 µs after its first change was seen', () => {
     putAt(1);
     expect(pollAt(1)).toBe(false);
-    // One change every 0.3 µs, a poll after each: never still for 0.5 µs, never 16 waiting.
+    // One change every 0.3 µs, a poll after each: never still for 0.5 µs, never 32 waiting.
     const took: number[] = [];
-    for (let i = 1; i <= 14; i++) {
+    for (let i = 1; i <= 27; i++) {
       const at = 1 + i * 0.0003;
       putAt(at);
       if (pollAt(at)) took.push(i);
     }
-    expect(took).toEqual([14]); // at 1.0042 ms, the first poll past 4 µs
+    expect(took).toEqual([27]); // at 1.0081 ms, the first poll past 8 µs (28 changes wait)
   });
 
   it('measures the stillness from the last change, the count from the change last taken', () => {
-    putAt(1, 10);
+    putAt(1, 20);
     expect(pollAt(1)).toBe(false);
-    putAt(1.0004, 5);
-    expect(pollAt(1.0004)).toBe(false); // 15 wait, the word moved just now
+    putAt(1.0004, 11);
+    expect(pollAt(1.0004)).toBe(false); // 31 wait, the word moved just now
     expect(pollAt(1.0008)).toBe(false); // still for 0.4 µs only
     expect(pollAt(1.001)).toBe(true); // still for 0.6 µs
-    putAt(1.002, 16);
+    putAt(1.002, 32);
     expect(pollAt(1.002)).toBe(false); // first seen: it stands
-    expect(pollAt(1.0021)).toBe(true); // 16 wait
+    expect(pollAt(1.0021)).toBe(true); // 32 wait
   });
 
   it('takes a standing change at once when the loop stops spinning', () => {

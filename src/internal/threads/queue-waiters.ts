@@ -61,9 +61,9 @@ const NOTHING: unknown[] = [];
 /** A change seen by a poll is taken once the word has been still this long (ms)… */
 const GATHER_QUIET_MS = 0.0005;
 /** …or this many changes wait… */
-const GATHER_COUNT = 16;
+const GATHER_COUNT = 32;
 /** …or this long (ms) after it was first seen. */
-const GATHER_LIMIT_MS = 0.004;
+const GATHER_LIMIT_MS = 0.008;
 
 let clock: () => number = () => performance.now();
 
