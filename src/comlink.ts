@@ -176,6 +176,27 @@ function carryingBuffers(endpoint: ComlinkModule.Endpoint): ComlinkModule.Endpoi
   return carrying;
 }
 
+/**
+ * comlink's own `Comlink.proxy` handler, with both ends of the port it makes carrying Buffers: a
+ * proxy passed through a comlink call, or returned by one, runs over a port of its own that no
+ * multiloop endpoint sees. Its wire is comlink's (a MessagePort); a bare comlink end at the other
+ * side works as before (it ignores the list and sees Uint8Arrays).
+ */
+const comlinkProxy = Comlink.transferHandlers.get('proxy') as ComlinkModule.TransferHandler<object, MessagePort>;
+
+Comlink.transferHandlers.set('proxy', {
+  canHandle: comlinkProxy.canHandle,
+  serialize(target: object): [MessagePort, Transferable[]] {
+    const { port1, port2 } = new MessageChannel();
+    Comlink.expose(target, carryingBuffers(port1 as unknown as ComlinkModule.Endpoint));
+    return [port2, [port2]];
+  },
+  deserialize(port: MessagePort): unknown {
+    port.start();
+    return Comlink.wrap(carryingBuffers(port as unknown as ComlinkModule.Endpoint));
+  },
+});
+
 // ───────────────────────────── running a call in a loop ─────────────────────────────
 
 /**

@@ -149,6 +149,31 @@ describe('Buffers through lt.comlinkPort() and wrapComlink', () => {
     }
   });
 
+  it('leave a bare Comlink.expose worker as it was with a Comlink.proxy callback: the calls work, Uint8Arrays both ways', async () => {
+    const worker = new Worker(BARE_WORKER);
+    try {
+      const out = await run(
+        (function* () {
+          type Report = (value: Uint8Array) => Uint8Array;
+          type Api = { callBack(report: Report): { buffer: boolean; bytes: boolean; values: number[] } };
+          const api = wrapComlink<Api>(worker);
+          const heard: Array<{ buffer: boolean; values: number[] }> = [];
+          const report = Comlink.proxy((value: Uint8Array) => {
+            heard.push({ buffer: Buffer.isBuffer(value), values: [...value] });
+            return Buffer.from([1, 2]);
+          });
+          const answered = yield* api.callBack(report);
+          api.close();
+          return { answered, heard };
+        })(),
+      );
+      expect(out.heard).toEqual([{ buffer: false, values: [5, 6] }]);
+      expect(out.answered).toEqual({ buffer: false, bytes: true, values: [1, 2] });
+    } finally {
+      await worker.terminate();
+    }
+  });
+
   it('ignore a hostile list of Buffers beside a request: what is no Uint8Array, and a list too long; the call is answered and the thread lives on', async () => {
     const lt = await threads.startOutside(SERVICE, { name: 'buffers' });
     const port = lt.comlinkPort();
@@ -199,5 +224,50 @@ describe('Buffers through Comlink.proxy callbacks', () => {
       { buffer: true, hex: 'beef' },
     ]);
     expect(out.answered).toEqual({ answer: seen(true, '0f0f'), plain: seen(false, '03') });
+  });
+});
+
+describe('Buffers through the ports of Comlink.proxy values passed through comlink itself', () => {
+  it('reach a Comlink.proxy callback given to a wrapComlink call as Buffers, and its Buffer answer reaches the callee as one', async () => {
+    const lt = await threads.startOutside(SERVICE, { name: 'buffers' });
+    const out = await run(
+      (function* () {
+        const svc = wrapComlink<Service>(lt.comlinkPort());
+        const got: Array<{ buffer: boolean; hex: string }> = [];
+        const report = Comlink.proxy((top: Buffer, value: { nested: Buffer[] }) => {
+          for (const item of [top, value.nested[0]!]) got.push({ buffer: Buffer.isBuffer(item), hex: Buffer.from(item).toString('hex') });
+          return { made: Buffer.from('0f0f', 'hex'), plain: new Uint8Array([3]) };
+        });
+        const answered = yield* svc.callBack(report as unknown as Parameters<Service['callBack']>[0]);
+        svc.close();
+        return { answered, got };
+      })(),
+    );
+    expect(out.got).toEqual([
+      { buffer: true, hex: 'cafe' },
+      { buffer: true, hex: 'beef' },
+    ]);
+    expect(out.answered).toEqual({ answer: seen(true, '0f0f'), plain: seen(false, '03') });
+  });
+
+  it('carry Buffers both ways through an object a LoopThread export returns as a Comlink.proxy', async () => {
+    const lt = await threads.startOutside(SERVICE, { name: 'buffers' });
+    const tools = await run(
+      (function* () {
+        const svc = wrapComlink<Service>(lt.comlinkPort());
+        const remote = yield* svc.bufferTools();
+        svc.close();
+        return remote as unknown as Comlink.Remote<{ describeOne(item: Uint8Array): ReturnType<typeof seen>; make(hex: string): Buffer }>;
+      })(),
+    );
+    try {
+      expect(await tools.describeOne(Buffer.from('a1b2', 'hex'))).toEqual(seen(true, 'a1b2'));
+      expect(await tools.describeOne(new Uint8Array([7]))).toEqual(seen(false, '07'));
+      const made = await tools.make('d00d');
+      expect(Buffer.isBuffer(made)).toBe(true);
+      expect(made.toString('hex')).toBe('d00d');
+    } finally {
+      tools[Comlink.releaseProxy]();
+    }
   });
 });
