@@ -20,7 +20,7 @@ import { decodeOutcomes, decodeRequest, encodeOutcomes, encodeRequest, jsonExact
 import { registerClass } from '../src/transfer.js';
 import { workerFn } from '../src/worker-fn.js';
 import { Point, QuotaError } from './fixtures/geometry.mjs';
-import { ROOT, jobsInRedis, killWorker, markerDir, startRedis, startWorker, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { ROOT, jobsInRedis, killWorker, markerDir, startRedis, startWorker, teachBurst, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 registerClass(Point);
@@ -395,7 +395,7 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
         // Teach the executor touch's run time, so a burst of it travels as one job.
         idleWorker = await serve('idle');
         const made = executor({ queue: 'idle' });
-        await Promise.all(Array.from({ length: 3 }, () => resultOf(made.submit(touch, markers.dir, 'warm', 0))));
+        await teachBurst(made, () => Array.from({ length: 3 }, () => made.submit(touch, markers.dir, 'warm', 0)));
         idleWorker.child.kill('SIGTERM');
         await idleWorker.exited;
         idleWorker = null;

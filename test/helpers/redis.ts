@@ -190,6 +190,20 @@ export function resultOf<T>(future: ConcurrentFuture<T>): Promise<T> {
   );
 }
 
+/**
+ * Teach `made` the run time of what `burst()` submits, until a burst of it travels as one job:
+ * its first call goes alone (the probe), and a probe that took more than a second (a worker
+ * slow to start on a loaded machine) leaves a long estimate, which each run measured halves.
+ */
+export async function teachBurst<T>(made: BullMQExecutor, burst: () => Array<ConcurrentFuture<T>>): Promise<void> {
+  for (let round = 1; ; round++) {
+    const before = made.statistics().jobsSent;
+    await Promise.all(burst().map((future) => resultOf(future)));
+    if (made.statistics().jobsSent - before === 1) return;
+    if (round === 20) throw new Error(`a burst still travelled as ${made.statistics().jobsSent - before} jobs after 20 rounds`);
+  }
+}
+
 /** The lines of `dir/runs`, which the fixture jobs append to, one a run (empty when none ran). */
 export function runs(dir: string): string[] {
   const file = join(dir, 'runs');
