@@ -183,8 +183,9 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
     try {
       const warm = await serve('idle');
       const made = executor('idle');
-      // Teach the executor touch's run time, so a burst of it travels as one job.
-      await teachBurst(made, () => Array.from({ length: 3 }, () => made.submit(touch, markers.dir, 'warm', 0)));
+      // Teach the executor touch's run time, so a burst of it travels as one job (taught on twice
+      // the burst below, so that one slow run more cannot split that one).
+      await teachBurst(made, () => Array.from({ length: 6 }, () => made.submit(touch, markers.dir, 'warm', 0)));
       // Outcomes arrive before BullMQ has their jobs completed: the worker goes once it did.
       await until(async () => (await jobsInPostgres('idle')).length === 0, 'the warm-up jobs are completed');
       await killWorker(warm);
@@ -235,8 +236,9 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
     try {
       const [first, second] = await Promise.all([serve('crash'), serve('crash')]);
       const made = executor('crash');
-      // Teach the executor step's run time, so a burst of it travels as one job.
-      await teachBurst(made, () => Array.from({ length: 4 }, (_, i) => made.submit(step, scratch.dir, i, -1)));
+      // Teach the executor step's run time, so a burst of it travels as one job (taught on twice
+      // the burst below, so that one slow run more cannot split that one).
+      await teachBurst(made, () => Array.from({ length: 8 }, (_, i) => made.submit(step, scratch.dir, i, -1)));
       const { jobsSent: jobsBefore, completed: completedBefore } = made.statistics();
       // Four calls in one job: the third hangs on its first run.
       const futures = [0, 1, 2, 3].map((i) => made.submit(step, markers.dir, i, 2));

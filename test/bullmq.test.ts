@@ -395,7 +395,8 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
         // Teach the executor touch's run time, so a burst of it travels as one job.
         idleWorker = await serve('idle');
         const made = executor({ queue: 'idle' });
-        await teachBurst(made, () => Array.from({ length: 3 }, () => made.submit(touch, markers.dir, 'warm', 0)));
+        // Taught on twice the burst below, so that one slow run more cannot split that one.
+        await teachBurst(made, () => Array.from({ length: 6 }, () => made.submit(touch, markers.dir, 'warm', 0)));
         idleWorker.child.kill('SIGTERM');
         await idleWorker.exited;
         idleWorker = null;
