@@ -20,7 +20,7 @@ import { decodeOutcomes, decodeRequest, encodeOutcomes, encodeRequest, jsonExact
 import { registerClass } from '../src/transfer.js';
 import { workerFn } from '../src/worker-fn.js';
 import { Point, QuotaError } from './fixtures/geometry.mjs';
-import { ROOT, jobsInRedis, killWorker, markerDir, startRedis, startWorker, teachBurst, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
+import { ROOT, endAll, jobsInRedis, killWorker, markerDir, startRedis, startWorker, teachBurst, until, type RedisServer, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 registerClass(Point);
@@ -82,14 +82,8 @@ describe.runIf(hasRedis)('BullMQExecutor with real workers', () => {
   }, 30_000);
 
   afterEach(async () => {
-    await Promise.all(
-      executors.map(async (made) => {
-        const joined = made.shutdown(true, { cancelFutures: true });
-        const timer = setTimeout(() => void made.shutdown(false), 5000);
-        await joined;
-        clearTimeout(timer);
-      }),
-    );
+    // The suite's workers live across its tests (beforeAll); a test's own ones are ended by it.
+    await endAll(executors, new Set());
     executors = [];
   });
 
