@@ -20,7 +20,7 @@ import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
 import { workerFn } from '../src/worker-fn.js';
 import { needPostgres, startPostgres, type PostgresServer } from './helpers/postgres.js';
-import { endAll, killWorker, markerDir, resultOf, ROOT, runs, startWorker, teachBurst, until, type WorkerProcess } from './helpers/redis.js';
+import { endAll, killWorker, markerDir, resultOf, ROOT, runs, startWorker, teachBurst, until, workersUntilSettled, type WorkerProcess } from './helpers/redis.js';
 
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
 const FORBIDDEN = './test/fixtures/bullmq-forbidden.mjs';
@@ -361,21 +361,12 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
     // of heap holds. (Two million arrays, as on Redis, take ten: a worker may then die fetching
     // the job's row, before it counted its decode.)
     const future = made.submit(echo, Array.from({ length: 1_500_000 }, () => ({})));
-    let settled = false;
-    const failure = resultOf(future).then(
-      () => null,
-      (error: unknown) => error as Error,
+    const { died, error } = await workersUntilSettled(
+      future,
+      null,
+      ['--connection', postgres.url, '--queue', 'poison', '--allow', JOBS, '--lock-duration', '1000', '--stalled-interval', '300'],
+      workers,
     );
-    void failure.then(() => (settled = true));
-    const died: WorkerProcess[] = [];
-    while (!settled && died.length < 4) {
-      const worker = await startWorker(null, ['--connection', postgres.url, '--queue', 'poison', '--allow', JOBS, '--lock-duration', '1000', '--stalled-interval', '300'], {
-        NODE_OPTIONS: '--max-old-space-size=64',
-      });
-      workers.add(worker);
-      if ((await Promise.race([worker.exited.then(() => 'died'), failure.then(() => 'settled')])) === 'died') died.push(worker);
-    }
-    const error = await failure;
     expect(died).toHaveLength(2);
     for (const worker of died) expect(worker.output()).toMatch(/heap out of memory/i);
     expect(error).toBeInstanceOf(RuntimeError);

@@ -14,7 +14,7 @@ import { newEventLoop } from '../src/events.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
 import { workerFn } from '../src/worker-fn.js';
-import { endAll, jobsInRedis, killWorker, markerDir, redisCli, type RedisServer, resultOf, ROOT, runs, startRedis, startWorker, until, type WorkerProcess } from './helpers/redis.js';
+import { endAll, jobsInRedis, killWorker, markerDir, redisCli, type RedisServer, resultOf, ROOT, runs, startRedis, startWorker, until, workersUntilSettled, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
 
 const JOBS = './test/fixtures/bullmq-jobs.mjs';
@@ -213,21 +213,12 @@ describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
     const made = executor('poison');
     // Some ten megabytes that decode into two million arrays: more than a worker of 64 MB of heap holds.
     const future = made.submit(echo, Array.from({ length: 2_000_000 }, () => []));
-    let settled = false;
-    const failure = resultOf(future).then(
-      () => null,
-      (error: unknown) => error as Error,
+    const { died, error } = await workersUntilSettled(
+      future,
+      redis.url,
+      ['--queue', 'poison', '--allow', JOBS, '--lock-duration', '1000', '--stalled-interval', '300'],
+      workers,
     );
-    void failure.then(() => (settled = true));
-    const died: WorkerProcess[] = [];
-    while (!settled && died.length < 4) {
-      const worker = await startWorker(redis.url, ['--queue', 'poison', '--allow', JOBS, '--lock-duration', '1000', '--stalled-interval', '300'], {
-        NODE_OPTIONS: '--max-old-space-size=64',
-      });
-      workers.add(worker);
-      if ((await Promise.race([worker.exited.then(() => 'died'), failure.then(() => 'settled')])) === 'died') died.push(worker);
-    }
-    const error = await failure;
     expect(died).toHaveLength(2);
     for (const worker of died) expect(worker.output()).toMatch(/heap out of memory/i);
     expect(error).toBeInstanceOf(RuntimeError);

@@ -191,6 +191,32 @@ export function resultOf<T>(future: ConcurrentFuture<T>): Promise<T> {
 }
 
 /**
+ * Start workers of 64 MB of heap (`url` and `args` as startWorker takes them) one at a time, the
+ * next once the last one died, until `future` settles or four died: those that died, and the
+ * error the future failed with (null when it succeeded). Each worker joins `workers`.
+ */
+export async function workersUntilSettled(
+  future: ConcurrentFuture<unknown>,
+  url: string | null,
+  args: readonly string[],
+  workers: Set<WorkerProcess>,
+): Promise<{ died: WorkerProcess[]; error: Error | null }> {
+  let settled = false;
+  const failure = resultOf(future).then(
+    () => null,
+    (error: unknown) => error as Error,
+  );
+  void failure.then(() => (settled = true));
+  const died: WorkerProcess[] = [];
+  while (!settled && died.length < 4) {
+    const worker = await startWorker(url, args, { NODE_OPTIONS: '--max-old-space-size=64' });
+    workers.add(worker);
+    if ((await Promise.race([worker.exited.then(() => 'died'), failure.then(() => 'settled')])) === 'died') died.push(worker);
+  }
+  return { died, error: await failure };
+}
+
+/**
  * Teach `made` the run time of what `burst()` submits, until a burst of it travels as one job:
  * its first call goes alone (the probe), and a probe that took more than a second (a worker
  * slow to start on a loaded machine) leaves a long estimate, which each run measured halves.
