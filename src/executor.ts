@@ -26,6 +26,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { receiveMessageOnPort, type MessagePort, type ResourceLimits, type Transferable } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+
+type PiscinaTransferList = NonNullable<NonNullable<Parameters<Piscina['run']>[1]>['transferList']>;
 import { ConcurrentFuture } from './internal/concurrent-future.js';
 import { RuntimeError } from './exceptions.js';
 import { Deque } from './internal/deque.js';
@@ -593,7 +595,9 @@ class PoolEngine {
     this.#batches++;
     this.pool
       .run(request, {
-        ...(transfer.length === 0 ? {} : { transferList: transfer }),
+        // piscina infers its transfer list type from MessagePort.postMessage, whose overloads differ
+        // across @types/node majors; the list is what postMessage takes on every one.
+        ...(transfer.length === 0 ? {} : { transferList: transfer as unknown as PiscinaTransferList }),
         ...(controller === null ? {} : { signal: controller.signal }),
       })
       .then(

@@ -339,11 +339,12 @@ export class LoopThread implements LoopRef {
           resolve(null);
         }
       });
-      worker.on('error', (error) => {
+      // A worker's uncaught throw may be any value (@types/node 26 types it `unknown`).
+      worker.on('error', (thrown: unknown) => {
         if (thread === null) {
-          failure ??= error;
+          failure ??= thrown instanceof Error ? thrown : new RuntimeError(`${peer} failed before its loop ran: uncaught ${String(thrown)}`, { cause: thrown });
           resolve(null);
-        } else thread.#kill(() => deathError(name, threadId, describeError(error), error));
+        } else thread.#kill(() => deathError(name, threadId, describeError(thrown), thrown));
       });
       worker.on('exit', (code) => {
         if (thread === null) {
@@ -591,12 +592,13 @@ function deathDescriber(name: string, threadId: number): (code: number, uncaught
   return (code, uncaught) =>
     uncaught === null
       ? deathError(name, threadId, `it exited with code ${code}`, null)
-      : deathError(name, threadId, describeError(uncaught as Error), uncaught);
+      : deathError(name, threadId, describeError(uncaught), uncaught);
 }
 
-function describeError(error: Error & { code?: string }): string {
-  if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') return 'it ran out of memory (resourceLimits exceeded)';
-  return `uncaught ${error.name}: ${error.message}`;
+function describeError(thrown: unknown): string {
+  if (!(thrown instanceof Error)) return `uncaught ${typeof thrown === 'string' ? JSON.stringify(thrown) : String(thrown)}`;
+  if ((thrown as Error & { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY') return 'it ran out of memory (resourceLimits exceeded)';
+  return `uncaught ${thrown.name}: ${thrown.message}`;
 }
 
 // ───────────────────────────── inside the thread ─────────────────────────────

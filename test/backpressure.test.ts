@@ -69,7 +69,7 @@ describe('back-pressure between threads', () => {
             else calls.push(lt.call<number>('tick', i));
           }
           const results = yield* gather(...calls);
-          return { results: results.length, last: results.at(-1) as number, seen: yield* lt.call('report') };
+          return { results: results.length, last: results.at(-1) as number, seen: yield* lt.call<{ received: number; maxBacklog: number; ordered: boolean }>('report') };
         } finally {
           yield* lt.close();
         }
@@ -97,7 +97,7 @@ describe('back-pressure between threads', () => {
             lt.callSoonThreadsafe('tick', i);
           }
           const sent = yield* flooding;
-          return { sent, parentSaw: report(), threadSaw: yield* lt.call('report') };
+          return { sent, parentSaw: report(), threadSaw: yield* lt.call<{ received: number; ordered: boolean }>('report') };
         } finally {
           yield* lt.close();
         }
@@ -122,7 +122,7 @@ describe('back-pressure between threads', () => {
           Atomics.store(made, 0, i + 1);
           lt.callSoonThreadsafe('tick', i);
         }
-        return { sentWhileBlocked: yield* blocked, seen: yield* lt.call('report') };
+        return { sentWhileBlocked: yield* blocked, seen: yield* lt.call<{ received: number; ordered: boolean }>('report') };
       } finally {
         yield* lt.close();
       }

@@ -32,7 +32,7 @@ import { trackLoops } from './helpers/loops.js';
 const track = trackLoops();
 
 /** What a coroutine raised, or its value. */
-function* outcome<T>(body: Coroutine<T>): Coroutine<{ value?: T; error?: unknown }> {
+function* outcome<T>(body: Iterable<unknown, T, unknown>): Coroutine<{ value?: T; error?: unknown }> {
   try {
     return { value: yield* body };
   } catch (error) {

@@ -4,7 +4,10 @@
  * its event-loop delay. Loops write only counters here while they run; everything else is read
  * when someone asks.
  */
-import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+
+/** What monitorEventLoopDelay returns (named IntervalHistogram up to @types/node 24, RecordableHistogram-like after). */
+type IntervalHistogram = ReturnType<typeof monitorEventLoopDelay>;
 import { isMainThread, threadId } from 'node:worker_threads';
 
 /** Ids are `threadId * SPAN + n`: unique in the process, and the thread reads off the high part. */

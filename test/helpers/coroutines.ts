@@ -5,6 +5,12 @@
 import { currentTask, type Coroutine, type Task } from '../../src/index.js';
 
 /**
+ * What `yield*` takes: a coroutine, or a Future or Task. (A Task is no Generator: with
+ * @types/node 24+ a Generator is also Disposable.)
+ */
+export type Yieldable<T> = Iterable<unknown, T, unknown>;
+
+/**
  * Await `coro` and return what it threw (null when it returned).
  *
  * @example
@@ -12,7 +18,7 @@ import { currentTask, type Coroutine, type Task } from '../../src/index.js';
  * expect(yield* caught(q.get())).toBeInstanceOf(QueueShutDown);
  * ```
  */
-export function* caught(coro: Coroutine<unknown>): Coroutine<unknown> {
+export function* caught(coro: Yieldable<unknown>): Coroutine<unknown> {
   try {
     yield* coro;
     return null;
@@ -29,7 +35,7 @@ export function* caught(coro: Coroutine<unknown>): Coroutine<unknown> {
  * const error = yield* raisedBy(() => timeout(0.01).run(() => sleep(10)));
  * ```
  */
-export function* raisedBy(body: () => Coroutine<unknown>): Coroutine<unknown> {
+export function* raisedBy(body: () => Yieldable<unknown>): Coroutine<unknown> {
   try {
     yield* body();
   } catch (error) {
