@@ -119,7 +119,7 @@ describe('ensureTypeScriptSupport', () => {
 });
 
 describe('ts-hooks load', () => {
-  const context: LoadHookContext = { conditions: [], format: undefined, importAssertions: {}, importAttributes: {} };
+  const context: LoadHookContext = { conditions: [], format: undefined, importAttributes: {} };
   const unknownExtension = (url: string) => {
     throw Object.assign(new TypeError(`Unknown file extension ".ts" for ${fileURLToPath(url)}`), { code: 'ERR_UNKNOWN_FILE_EXTENSION' });
   };
@@ -191,7 +191,7 @@ describe('ts-hooks resolve', () => {
   const notFound = (specifier: string) => {
     throw Object.assign(new Error(`Cannot find module '${specifier}'`), { code: 'ERR_MODULE_NOT_FOUND' });
   };
-  const context = (parentURL: string): ResolveHookContext => ({ conditions: [], importAssertions: {}, importAttributes: {}, parentURL });
+  const context = (parentURL: string): ResolveHookContext => ({ conditions: [], importAttributes: {}, parentURL });
 
   it('retries ./x.js as ./x.ts when only the .ts file exists', async () => {
     const tried: string[] = [];
