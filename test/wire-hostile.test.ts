@@ -36,9 +36,15 @@ function arrive(envelope: unknown): unknown {
   return fromWire(structuredClone(envelope));
 }
 
-/** Every own property of `value` is a data property (none has a getter or setter). */
+/** V8's own `stack` getter, which an Error gets as an own accessor from V8 12 (Node 22) on. */
+const nativeStackGetter = Object.getOwnPropertyDescriptor(new Error('probe'), 'stack')?.get;
+
+/** Every own property of `value` is a data property (none has a getter or setter but V8's own `stack`). */
 function onlyData(value: object): boolean {
-  return Reflect.ownKeys(value).every((key) => 'value' in Object.getOwnPropertyDescriptor(value, key)!);
+  return Reflect.ownKeys(value).every((key) => {
+    const descriptor = Object.getOwnPropertyDescriptor(value, key)!;
+    return 'value' in descriptor || (key === 'stack' && nativeStackGetter !== undefined && descriptor.get === nativeStackGetter);
+  });
 }
 
 /** `value`'s own `key`, as a data property of its own: its value (a failed expectation otherwise). */

@@ -51,9 +51,16 @@ function existsProc(): boolean {
   }
 }
 
-/** What `pid` runs (its command name), for messages; null when unknown. */
+/**
+ * What `pid` runs (its command name: the last part of its argv[0], as `ps` shows it), for
+ * messages; null when unknown. Not /proc/<pid>/comm: that is the name of the main thread, which
+ * Node 24+ sets to `node-MainThread`.
+ */
 function commandOf(pid: number): string | null {
   try {
+    const argv0 = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0', 1)[0] ?? '';
+    const name = argv0.slice(argv0.lastIndexOf('/') + 1);
+    if (name !== '') return name;
     return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
   } catch {
     return null;
