@@ -203,5 +203,5 @@ describe.runIf(here === null)(`reusePort on this Node (${process.version}, ${pro
     } finally {
       await pool.close();
     }
-  });
+  }, 60_000);
 });
