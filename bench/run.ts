@@ -13,6 +13,7 @@ import { ioWorkloads } from './io.js';
 import { pipeWorkloads } from './pipes.js';
 import { poolWorkloads } from './pool.js';
 import { monitorWorkloads } from './monitor.js';
+import { onePortWorkloads } from './one-port.js';
 import { startupWorkloads } from './startup.js';
 import { threadWorkloads } from './threads.js';
 import { threadQueueWorkloads } from './thread-queue.js';
@@ -33,6 +34,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['startup', startupWorkloads],
   ['executor', executorWorkloads],
   ['io', ioWorkloads],
+  ['reuseport', onePortWorkloads],
   ['pipes', pipeWorkloads],
   ['bullmq', bullmqWorkloads],
   ['health', healthWorkloads],

@@ -16,6 +16,7 @@ import type { Future } from './futures.js';
 import { CAN_PROBE_DESCRIPTORS, OUT_OF_RESOURCE_CODES, probeDescriptor } from './internal/descriptors.js';
 import { INSPECT, repr } from './internal/format.js';
 import { eventFuture } from './internal/node-events.js';
+import { reusePortMissing, reusePortRefused } from './internal/reuse-port.js';
 import type { DatagramProtocol, Protocol } from './protocols.js';
 import { _abortHandshake, _handshakeTimeout } from './start-tls.js';
 import { SocketReads, adoptWithOnread } from './internal/socket-reads.js';
@@ -48,7 +49,8 @@ export interface CreateServerOptions {
   sslHandshakeTimeout?: number;
   /**
    * Let several servers (in several threads) listen on the same port, the kernel spreading the
-   * connections (SO_REUSEPORT). Needs Node 22.12 or later.
+   * connections (SO_REUSEPORT). TCP only, not with `sock`. Needs Node 22.12 or later on Linux
+   * (or FreeBSD 12+, Solaris 11.4, AIX 7.2.5+); elsewhere a RangeError names what is missing.
    */
   reusePort?: boolean;
   /**
@@ -474,7 +476,7 @@ export class Server implements TransportOwner, LoopResource {
         this.#serving = false;
         server.close();
         _untrackOpen(this.#loop, this);
-        throw error;
+        throw (listen as net.ListenOptions & { reusePort?: boolean }).reusePort === true ? reusePortRefused(error) : error;
       }
     }
     if (this.#unixPath !== null && this.#cleanupSocket) {
@@ -636,12 +638,6 @@ function removeStaleSocket(path: string): void {
   }
 }
 
-/** The Node version reusePort needs, and whether this one has it. */
-function hasReusePort(): boolean {
-  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
-  return major > 22 || (major === 22 && minor >= 12);
-}
-
 /**
  * Listen on `endpoint` and drive a `protocolFactory()` per connection (create_server,
  * create_unix_server); returns the Server, listening unless `startServing` is false.
@@ -691,8 +687,16 @@ export function* _createServer(
     if (!Number.isInteger(options.backlog) || options.backlog < 0) throw new RangeError(`${what} backlog must be a non-negative integer, got ${repr(options.backlog)}`);
     if (listen !== null) listen.backlog = options.backlog;
   }
-  if (options.reusePort === true && listen !== null) {
-    if (!hasReusePort()) throw new RangeError(`reusePort needs Node 22.12 or later (SO_REUSEPORT in net.Server.listen); this is Node ${process.version}`);
+  if (options.reusePort !== undefined) {
+    // asyncio's create_unix_server has no reuse_port; Node would drop it without a word.
+    if (unix) throw new TypeError(`${what} got an unexpected keyword argument 'reusePort'`);
+    if (typeof options.reusePort !== 'boolean') throw new TypeError(`${what} reusePort must be a boolean, got ${repr(options.reusePort)}`);
+  }
+  if (options.reusePort === true) {
+    // The option is set as a socket binds: a sock given is bound already.
+    if (listen === null) throw new RangeError('reusePort and sock can not be specified at the same time: sock is listening already (give reusePort to its listen())');
+    const missing = reusePortMissing();
+    if (missing !== null) throw missing;
     (listen as net.ListenOptions & { reusePort?: boolean }).reusePort = true;
   }
   const secure = options.ssl !== undefined;

@@ -55,7 +55,10 @@ export interface StartServerOptions {
   startServing?: boolean;
   /** Seconds each client's TLS handshake may take before its connection is dropped (default 60); only with `ssl`. */
   sslHandshakeTimeout?: number;
-  /** Several servers (in several LoopThreads) on one port (SO_REUSEPORT); needs Node 22.12 or later. */
+  /**
+   * Several servers (in several LoopThreads) on one port (SO_REUSEPORT); TCP only. Needs Node
+   * 22.12 or later on Linux (or FreeBSD 12+, Solaris 11.4, AIX 7.2.5+); elsewhere a RangeError.
+   */
   reusePort?: boolean;
   /** Serve on this already listening `net.Server` instead of a host and port or a path (asyncio's `sock`). */
   sock?: NetServer;

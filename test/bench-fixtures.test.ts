@@ -11,10 +11,13 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const SERVER = fileURLToPath(new URL('../dist/bench/fixtures/echo-server.js', import.meta.url));
+const ONE_PORT = fileURLToPath(new URL('../dist/bench/fixtures/one-port-server.js', import.meta.url));
+const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+const hasReusePort = process.platform === 'linux' && (major > 22 || (major === 22 && minor >= 12));
 
-/** What the server of `kind` sends back for `payload`, sent in one write. */
-async function echoOf(kind: string, payload: Buffer): Promise<Buffer> {
-  const child = spawn(process.execPath, [SERVER, kind], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** What the server `script` started with `args` sends back for `payload`, sent in one write. */
+async function echoOf(kind: string, payload: Buffer, script = SERVER, args = [kind]): Promise<Buffer> {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const [line] = (await once(child.stdout, 'data')) as [Buffer];
     const socket = connect(Number(line.toString().trim()), '127.0.0.1');
@@ -52,5 +55,25 @@ describe('the echo servers of the I/O bench', () => {
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const [code] = (await once(child, 'exit')) as [number];
     expect({ code, stderr: stderr.trim() }).toEqual({ code: 2, stderr: 'usage: echo-server.js raw|streams|protocols|buffered|floor, got telepathy' });
+  });
+});
+
+describe('the servers of the one-port bench', () => {
+  // cluster on every Node; the pool's threads listen with reusePort (Node 22.12+ on Linux).
+  for (const args of [['cluster', '2'], ...(hasReusePort ? [['pool', '1'], ['pool', '2']] : [])]) {
+    it(`${args.join(' ')}: echoes 300 KiB exactly`, async () => {
+      const payload = randomBytes(300 * 1024);
+      const echoed = await echoOf(args[0]!, payload, ONE_PORT, args);
+      expect(echoed.length).toBe(payload.length);
+      expect(echoed.equals(payload)).toBe(true);
+    });
+  }
+
+  it('refuses arguments it does not know, naming the ones it takes', async () => {
+    const child = spawn(process.execPath, [ONE_PORT, 'pool', 'many'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code] = (await once(child, 'exit')) as [number];
+    expect({ code, stderr: stderr.trim() }).toEqual({ code: 2, stderr: 'usage: one-port-server.js pool|cluster <n>, got pool many' });
   });
 });

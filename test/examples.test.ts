@@ -56,6 +56,23 @@ describe('examples', () => {
     expect(out).toMatch(/\naggregator \(thread \d+\): loop 0x[0-9a-f]+ idle/);
   });
 
+  it('reuseport: every thread of a pool serves one port, and more than one answers; a Node without reusePort says what it needs', async () => {
+    const out = await example('reuseport');
+    const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+    if (process.platform === 'linux' && (major > 22 || (major === 22 && minor >= 12))) {
+      expect(out).toMatch(/^a pool of ([234]) loops \(web-0, web-1[^)]*\) serves http:\/\/127\.0\.0\.1:\d+\/ \(reusePort\)\n200 requests, each on a new connection, 8 at a time\n/);
+      const counts = [...out.matchAll(/^ {2}web-\d \(thread \d+\) answered (\d+)$/gm)].map((line) => Number(line[1]));
+      expect(counts.reduce((a, b) => a + b, 0)).toBe(200);
+      expect(counts.filter((count) => count > 0).length).toBeGreaterThan(1);
+      expect(out).toMatch(/\n[234] of [234] threads answered: the kernel spread the connections over their loops\nservers stopped: 200 requests served in all\n$/);
+    } else {
+      expect(out).toBe(
+        `this Node cannot serve one port from several threads: reusePort needs Node 22.12 or later (23.1 or later on Node 23): net.Server.listen sets SO_REUSEPORT from there; this is Node ${process.version}\n` +
+          'run this example with Node 22.12 or later on Linux to see it\n',
+      );
+    }
+  });
+
   it('chaining: futures chain across three threads, and a timeout cancels the remote task', async () => {
     const out = await example('chaining');
     expect(out).toContain('10 apples cost 4.5 (pricing -> main -> inventory -> main -> pricing -> main)\n');
