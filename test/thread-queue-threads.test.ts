@@ -214,39 +214,39 @@ describe('ThreadQueue and threads with no loop (pool jobs)', () => {
   it('takes a woken sleeper off the count in the put that woke it: the puts after it notify nobody', async () => {
     // A getSync counts itself among the sleepers of PUTS before it sleeps; the put that wakes it
     // takes it off at once (not the sleeper once it runs again), so the next puts, made while it
-    // has not taken its item yet, find nobody counted and notify nobody.
+    // has not taken its item yet, find nobody counted and notify nobody. A sleeper that counted
+    // itself but was not asleep yet when the put came (a loaded machine) is woken by nobody and
+    // takes itself off once it runs: such a round reads 1 after the put, so rounds go on, each
+    // giving the sleeper longer to fall asleep, until one reads 0. Counted as before (the sleeper
+    // took itself off when it ran again), every round reads 1 after the put.
+    const ROUNDS = 8;
     const out = await run(
-      (function* (): Coroutine<{ counts: number[]; worker: SyncOutcome }> {
+      (function* (): Coroutine<{ counts: Array<[number, number]>; worker: SyncOutcome }> {
         const jobs = new ThreadQueue<number>({ name: 'jobs' });
         const results = new ThreadQueue<number>({ name: 'results' });
         const ready = new ThreadQueue<string>({ name: 'ready' });
         const control = new Int32Array(jobs._toWire().buffers.control);
-        const worker = toThread(syncWorker, jobs, results, ready, 5);
+        const worker = toThread(syncWorker, jobs, results, ready, 30);
         yield* waiting(ready, 1);
-        const counts: number[] = [];
-        for (let round = 1; round <= 3; round++) {
+        const counts: Array<[number, number]> = [];
+        for (let round = 1; round <= ROUNDS; round++) {
           while (_waitingOn(control, PUTS) === 0) yield* sleep(0.005);
-          yield* sleep(0.02);
-          counts.push(_waitingOn(control, PUTS));
+          yield* sleep(0.02 * round * round);
+          const before = _waitingOn(control, PUTS);
           jobs.putNowait(round);
-          counts.push(_waitingOn(control, PUTS));
+          counts.push([before, _waitingOn(control, PUTS)]);
           expect(yield* results.get()).toBe(round * 2);
+          if (counts.at(-1)![1] === 0) break;
         }
         jobs.shutdown();
         return { counts, worker: yield* worker };
       })(),
     );
-    // Before each put the sleeper is counted. After it, nobody is, except in a round where the
-    // sleeper had counted itself but was not asleep yet when the put came (a loaded machine):
-    // that put woke nobody, and the sleeper takes itself off once it runs. Counted as before
-    // (the sleeper took itself off when it ran again), every round would read 1 after the put.
-    const before = out.counts.filter((_, i) => i % 2 === 0);
-    const after = out.counts.filter((_, i) => i % 2 === 1);
-    expect(before).toEqual([1, 1, 1]);
-    expect(after).toContain(0);
-    expect(out.worker.got).toEqual([1, 2, 3]);
+    expect(out.counts.map(([before]) => before)).toEqual(out.counts.map(() => 1));
+    expect(out.counts.at(-1)).toEqual([1, 0]);
+    expect(out.worker.got).toEqual(out.counts.map((_, i) => i + 1));
     expect(out.worker.error).toBe('QueueShutDown');
-  });
+  }, 60_000);
 
   it('times out putSync on a full queue in a pool thread, leaving the queue as it was', async () => {
     const out = await run(
