@@ -106,8 +106,12 @@ function runningLoopFuture(): Future<void> {
  * thread; one producer's items arrive in the order it put them. Items cross as call arguments
  * do (structured clone, registered classes, Buffers, `move()`d buffers), copied through shared
  * memory: an item that cannot cross fails its put with a TypeError naming it, and the queue is
- * unchanged. Items holding a SharedArrayBuffer, a MessagePort or another ThreadQueue cannot cross
- * this way (pass those as call arguments).
+ * unchanged. An item the getter's thread cannot rebuild (an instance of a class not registered
+ * there, a deserializer that throws there, nesting deeper than its stack) fails that get with a
+ * TypeError saying why: the item is taken from the queue and counted as done (call no
+ * `taskDone()` for it; `join()` does not wait for it), and the next get takes the next item.
+ * Items holding a SharedArrayBuffer, a MessagePort or another ThreadQueue cannot cross this way
+ * (pass those as call arguments).
  *
  * The queue belongs to no thread: it lives while any thread holds it, and the thread that made it
  * may end while the others go on using it. A thread that ends while it waits in `get()` or
@@ -281,7 +285,8 @@ export class ThreadQueue<T = unknown> {
 
   /**
    * Remove and return the first item, waiting (the task, not the thread) while the queue is
-   * empty; QueueShutDown once shut down and empty (get).
+   * empty; QueueShutDown once shut down and empty; a TypeError when this thread cannot rebuild
+   * the item (it is taken and counted as done: no `taskDone()` for it) (get).
    *
    * @example
    * ```ts
@@ -519,7 +524,22 @@ export class ThreadQueue<T = unknown> {
     if (this.#getters.length > 0 && memory.qsize() > 0) this.#getters.wakeNext();
     // A slot freed here: this thread's putters need not wait for the notification.
     if (this.#putters.length > 0) this.#putters.changedHere();
-    return decodeItem(memory, into) as T;
+    try {
+      return decodeItem(memory, into) as T;
+    } catch (error) {
+      throw this.#lost(error);
+    }
+  }
+
+  /**
+   * The item just taken cannot be rebuilt here: it counts as done (no taskDone() will come for
+   * it, and join() must not wait for it), and the get fails saying why.
+   */
+  #lost(error: unknown): TypeError {
+    if (this.#memory.taskDone() === OK) this.#joiners.changedHere();
+    return new TypeError(`cannot get from ${this.#where}: the item could not be rebuilt in this thread (${whyUnbuildable(error)}); it was taken from the queue and counted as done`, {
+      cause: error,
+    });
   }
 
   /** The item is in: the buffers it moved are gone from here; this thread's getters need not wait for the notification. */
@@ -568,6 +588,12 @@ export class ThreadQueue<T = unknown> {
       again = true;
     }
   }
+}
+
+/** Why an item taken could not be rebuilt, for the get's error. */
+function whyUnbuildable(error: unknown): string {
+  if (error instanceof RangeError && /call stack/i.test(error.message)) return `it is nested deeper than this thread's stack allows: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
 }
 
 function checkOptions(options: unknown): { maxsize: number; name: string | undefined } {
