@@ -420,7 +420,7 @@ export class ThreadQueue<T = unknown> {
    */
   shutdown(immediate = false): void {
     let status: number;
-    for (let since = 0; (status = this.#memory.tryShutdown(immediate === true)) === BUSY; ) since = this.#memory.waitForGetLock(since);
+    for (let waits = 0; (status = this.#memory.tryShutdown(immediate === true)) === BUSY; ) waits = this.#memory.waitForGetLock(waits);
     if (status === BROKEN_QUEUE) throw this.#broken();
     this.#getters.changedHere();
     this.#putters.changedHere();
@@ -504,7 +504,7 @@ export class ThreadQueue<T = unknown> {
   #tryPut(kind: number, num: number, payload: Uint8Array | null): number {
     const memory = this.#memory;
     let status: number;
-    for (let since = 0; (status = memory.tryPut(kind, num, payload)) === BUSY; ) since = memory.waitForGetLock(since);
+    for (let waits = 0; (status = memory.tryPut(kind, num, payload)) === BUSY; ) waits = memory.waitForGetLock(waits);
     return status;
   }
 

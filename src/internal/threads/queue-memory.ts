@@ -20,10 +20,14 @@
  * Dying inside: a thread ended while it holds a lock (`worker.terminate()` stops a thread at
  * whatever it runs, Atomics calls included) would leave the lock held for good. LoopThreads are
  * never terminated inside an operation (guard.ts: each operation below runs between
- * `enterQueueOperation()` and `leaveQueueOperation()`). A thread that waits for a lock more than
- * a few seconds (a live holder holds it for microseconds) takes its holder for dead, ended some
- * other way, and marks the queue BROKEN: every operation, in every thread, then fails at once
- * with an error that says why, instead of hanging.
+ * `enterQueueOperation()` and `leaveQueueOperation()`). A thread that finds one holder on a lock
+ * for a few seconds (a live holder holds it for microseconds) takes that holder for dead, ended
+ * some other way, and marks the queue BROKEN: every operation, in every thread, then fails at
+ * once with an error that says why, instead of hanging. The hold is timed by the holder, not by
+ * the wait (see LockWait): each holder stamps the lock as it lets go, so a wait behind many
+ * holders in turn never counts as one long hold, and a process stopped for a while (SIGSTOP, a
+ * container pause: its holders stopped too) counts the stop as one look at the lock, not as the
+ * time it lasted.
  */
 
 import { enterQueueOperation, leaveQueueOperation } from './guard.js';
@@ -39,6 +43,12 @@ const PUT_LOCK = 0;
 const TAIL = 1;
 /** Items put, ever (plus one per shutdown): getters wait on it. Changed under PUT_LOCK. */
 export const PUTS = 2;
+/**
+ * Each lock's stamp, at this distance from it (PUT_LOCK's in the producers' line, GET_LOCK's in
+ * the consumers'): bumped by each holder as it lets go, so that a waiter tells one long hold from
+ * many holders in turn (see LockWait).
+ */
+const STAMP = 5;
 /** Consumers' line: GET_LOCK as PUT_LOCK. */
 const GET_LOCK = 16;
 /** Where the first record is; changed under GET_LOCK. Records lie in [HEAD, TAIL). */
@@ -145,9 +155,9 @@ export const BROKEN_QUEUE = 8;
 
 /** Spins on a held lock before sleeping on it (a critical section is some hundred ns). */
 const LOCK_SPINS = 200;
-/** A sleep on a held lock is cut in slices this long, to see whether its holder is gone. */
+/** A sleep on a held lock is cut in slices this long (at most), to see whether its holder is gone. */
 const LOCK_SLICE_MS = 100;
-/** A lock held this long has a dead holder (see "Dying inside"). */
+/** A lock held this long by one holder, as its waiters count it, has a dead holder (see "Dying inside"). */
 let stuckMs = 5000;
 
 /** @internal Tests: how long a held lock is waited for before the queue is declared broken. */
@@ -155,6 +165,16 @@ export function _setStuckLockMs(ms: number): number {
   const before = stuckMs;
   stuckMs = ms;
   return before;
+}
+
+/** @internal Tests: take the producers' lock of a queue's control words, as a put does (false: the queue is broken). */
+export function _holdPutLock(ctl: Int32Array): boolean {
+  return lock(ctl, PUT_LOCK);
+}
+
+/** @internal Tests: let go of the producers' lock taken with `_holdPutLock`. */
+export function _releasePutLock(ctl: Int32Array): void {
+  unlock(ctl, PUT_LOCK);
 }
 
 /** A growable SharedArrayBuffer (ES2024; Node 20 has them, the project's lib is ES2022). */
@@ -173,42 +193,77 @@ export interface QueueBuffers {
 }
 
 /**
+ * A wait for a held lock, timing the lock's holder: how long one holder (the lock's stamp
+ * unchanged) has held it, as this thread saw it. Each look at the lock adds the time since the
+ * last look, but at most two sleep slices: a thread waits on the lock in slices, so a longer gap
+ * means this process was stopped or not scheduled meanwhile (SIGSTOP, a container pause), and
+ * the holder, stopped with it, could not go on either. Without that cap, a process stopped for
+ * the limit found its queues broken on waking though no thread had died. A holder that has gone
+ * is found out by the looks that follow, each a slice apart.
+ */
+class LockWait {
+  #stamp = 0;
+  #held = 0;
+  /** When the last look was (0: the wait has not begun). */
+  #last = 0;
+
+  /** A new wait begins. */
+  reset(): void {
+    this.#last = 0;
+  }
+
+  /**
+   * Wait until the lock at `word` may be free, holding none: false when the queue is broken, or
+   * found broken here (one holder held it for the limit: it is gone). The first look of a wait
+   * returns after a spin, without sleeping.
+   */
+  wait(ctl: Int32Array, word: number): boolean {
+    if (Atomics.load(ctl, BROKEN) !== 0) return false;
+    for (let i = 0; i < LOCK_SPINS; i++) if (Atomics.load(ctl, word) === 0) return true;
+    const now = performance.now();
+    const stamp = Atomics.load(ctl, word + STAMP);
+    const slice = Math.min(LOCK_SLICE_MS, stuckMs / 10);
+    const first = this.#last === 0;
+    if (first || stamp !== this.#stamp) {
+      this.#stamp = stamp;
+      this.#held = 0;
+    } else {
+      this.#held += Math.min(now - this.#last, 2 * slice);
+      if (this.#held > stuckMs) {
+        breakQueue(ctl);
+        return false;
+      }
+    }
+    this.#last = now;
+    if (!first && Atomics.compareExchange(ctl, word, 1, 2) !== 0) Atomics.wait(ctl, word, 2, slice);
+    return true;
+  }
+}
+
+/** The wait of `lock()` (one at a time in a thread: it never waits inside a wait). */
+const lockWait = new LockWait();
+
+/**
  * Take `lock` (a futex word: 0 free, 1 held, 2 held and a thread may sleep on it): spin, then
  * sleep on it marked 2, so that its holder wakes a sleeper. False when the queue is broken, or
- * found broken here: the lock was held longer than a live holder ever holds it.
+ * found broken here: one holder held the lock longer than a live holder ever holds it.
  */
 function lock(ctl: Int32Array, word: number): boolean {
   if (Atomics.compareExchange(ctl, word, 0, 1) === 0) return true;
-  for (let since = 0; ; ) {
-    since = waitForLock(ctl, word, since);
-    if (since < 0) return false;
+  lockWait.reset();
+  for (;;) {
+    if (!lockWait.wait(ctl, word)) return false;
     if (Atomics.compareExchange(ctl, word, 0, 2) === 0) return true;
   }
 }
 
 function unlock(ctl: Int32Array, word: number): void {
+  // The holder's stamp (see LockWait); the Atomics.sub that frees the lock publishes it.
+  ctl[word + STAMP] = (ctl[word + STAMP] as number) + 1;
   if (Atomics.sub(ctl, word, 1) !== 1) {
     Atomics.store(ctl, word, 0);
     Atomics.notify(ctl, word, 1);
   }
-}
-
-/**
- * Wait until the lock at `word` may be free, holding none. `since`: when the waits for it began
- * (0: they begin now). Returns it, or -1 when the queue is broken (marked here when the lock has
- * been held too long: its holder is gone).
- */
-function waitForLock(ctl: Int32Array, word: number, since: number): number {
-  if (Atomics.load(ctl, BROKEN) !== 0) return -1;
-  for (let i = 0; i < LOCK_SPINS; i++) if (Atomics.load(ctl, word) === 0) return since;
-  const now = performance.now();
-  if (since === 0) return now;
-  if (now - since > stuckMs) {
-    breakQueue(ctl);
-    return -1;
-  }
-  if (Atomics.compareExchange(ctl, word, 1, 2) !== 0) Atomics.wait(ctl, word, 2, LOCK_SLICE_MS);
-  return since;
 }
 
 /** Mark the queue broken and wake every waiter of every kind, to fail. */
@@ -255,6 +310,8 @@ export class QueueMemory {
   needed = 0;
   /** After NO_ROOM: why the ring could not grow (null: it holds MAX_BYTES already). */
   failure: unknown = null;
+  /** The wait of waitForGetLock(), which goes on across tries. */
+  readonly #getLockWait = new LockWait();
 
   /** A new queue's memory (`maxsize` 0: unbounded), or the memory of one that arrived. */
   constructor(maxsizeOrBuffers: number | QueueBuffers, threadId = 0) {
@@ -581,12 +638,13 @@ export class QueueMemory {
   }
 
   /**
-   * After BUSY, holding no lock: wait until GET_LOCK may be free. `since`: when the waits began
-   * (0 at first); returns it for the next wait (the next try returns BROKEN_QUEUE when the lock's
-   * holder was found gone).
+   * After BUSY, holding no lock: wait until GET_LOCK may be free. `waits`: how many waits came
+   * before in this series (0 at first); returns the count for the next one (the next try returns
+   * BROKEN_QUEUE when the lock's holder was found gone).
    */
-  waitForGetLock(since: number): number {
-    const waited = waitForLock(this.ctl, GET_LOCK, since);
-    return waited < 0 ? since : waited;
+  waitForGetLock(waits: number): number {
+    if (waits === 0) this.#getLockWait.reset();
+    this.#getLockWait.wait(this.ctl, GET_LOCK);
+    return waits + 1;
   }
 }
