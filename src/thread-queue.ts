@@ -25,6 +25,7 @@ import {
   PUTS,
   QueueMemory,
   SHUT,
+  TOO_BIG,
   TOO_MANY,
   type QueueBuffers,
 } from './internal/threads/queue-memory.js';
@@ -113,6 +114,14 @@ function runningLoopFuture(): Future<void> {
  * Items holding a SharedArrayBuffer, a MessagePort or another ThreadQueue cannot cross this way
  * (pass those as call arguments).
  *
+ * The items waiting in a queue take at most 1 GiB of its shared memory, `maxsize` or not: each
+ * takes its encoded bytes (a string's UTF-8, a number 8, an object its serialized form) rounded
+ * up to 8, and 8 more. An item larger than that fails its put at once with a RangeError; an item
+ * that does not fit in what the others leave makes `put()` and `putSync()` wait as on a full
+ * queue, and `putNowait()` raise QueueFull naming the limit; `full()` is true once the items fill
+ * it. The shared memory grows as items need it and is not given back when they leave (a
+ * SharedArrayBuffer cannot shrink).
+ *
  * The queue belongs to no thread: it lives while any thread holds it, and the thread that made it
  * may end while the others go on using it. A thread that ends while it waits in `get()` or
  * `put()` takes no item and no slot with it; items it had got are its own. `lt.terminate()` waits
@@ -185,14 +194,18 @@ export class ThreadQueue<T = unknown> {
     return this.#memory.qsize() === 0;
   }
 
-  /** Whether the queue holds `maxsize` items now; never when unbounded (full). */
+  /**
+   * Whether the queue holds `maxsize` items now, or items that fill its 1 GiB byte limit (full).
+   * A put may find no room for a large item while this says false: see the class's notes.
+   */
   full(): boolean {
     return this.#memory.full();
   }
 
   /**
-   * Put an item, waiting (the task, not the thread) while the queue is full; QueueShutDown once
-   * shut down; a TypeError naming what cannot cross in the item (put).
+   * Put an item, waiting (the task, not the thread) while the queue is full or has no room for
+   * its bytes; QueueShutDown once shut down; a TypeError naming what cannot cross in the item; a
+   * RangeError, at once, for an item larger than the queue's byte limit (put).
    *
    * @example
    * ```ts
@@ -237,7 +250,7 @@ export class ThreadQueue<T = unknown> {
     }
   }
 
-  /** Put an item without waiting; QueueFull when full, QueueShutDown once shut down (put_nowait). */
+  /** Put an item without waiting; QueueFull when full or without room for its bytes, QueueShutDown once shut down (put_nowait). */
   putNowait(item: T): void {
     encodeItem(item, this.#where);
     const { kind, num, payload, moved } = encoded;
@@ -550,16 +563,23 @@ export class ThreadQueue<T = unknown> {
   }
 
   /**
-   * A put that did not go in: QueueShutDown, the grow error of a data buffer that could not grow;
-   * or, full, QueueFull when it was not to wait. The moved buffers stay, marked, when it throws.
+   * A put that did not go in: QueueShutDown, the grow error of a data buffer that could not grow,
+   * a RangeError for an item larger than the byte limit (it never fits: no wait); or, full,
+   * QueueFull when it was not to wait (naming the byte limit when that is what it meets). The
+   * moved buffers stay, marked, when it throws.
    */
   #refuse(status: number, moved: ArrayBuffer[] | null, wait: boolean): void {
+    const memory = this.#memory;
     let error: Error | null = null;
     if (status === SHUT) error = new QueueShutDown();
     else if (status === BROKEN_QUEUE) error = this.#broken();
-    else if (status === NO_ROOM && this.#memory.failure !== null) {
-      error = new RuntimeError(`${this.#where} could not grow its shared memory for the item`, { cause: this.#memory.failure });
-    } else if (!wait && (status === FULL || status === NO_ROOM)) error = new QueueFull();
+    else if (status === TOO_BIG) {
+      error = new RangeError(`cannot put into ${this.#where}: the item takes ${memory.needed} bytes there, more than the ${memory.byteLimit} bytes its items may take`);
+    } else if (status === NO_ROOM && memory.failure !== null) {
+      error = new RuntimeError(`${this.#where} could not grow its shared memory for the item`, { cause: memory.failure });
+    } else if (!wait && status === NO_ROOM) {
+      error = new QueueFull(`no room in ${this.#where} for the item: it takes ${memory.needed} bytes, and the items there take ${memory.used} of the ${memory.byteLimit} bytes they may take`);
+    } else if (!wait && status === FULL) error = new QueueFull();
     if (error === null) return;
     if (moved !== null) remarkMoved(moved);
     throw error;

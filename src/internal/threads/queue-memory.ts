@@ -76,6 +76,8 @@ const ID_SERIAL = 36;
 const ID_COPY = 38;
 /** 1 once a lock was found held by a thread that is gone (see "Dying inside"); never back to 0. */
 const BROKEN = 37;
+/** The most bytes the records in the ring take (a power of two, MAX_BYTES but in tests), fixed at creation; the ring never grows past it. */
+const BYTE_LIMIT = 39;
 /**
  * Waiters' line: how many waits sleep on PUTS, GETS and DONES (`WAITING + word`'s place among
  * them, see `waitingCounter`). A waiter counts itself before it waits; the change that wakes it
@@ -134,8 +136,30 @@ export const K_PLAIN = 8;
  */
 const HEADER = 8;
 const FIRST_CAPACITY = 4096;
-/** The most item bytes a queue holds (address space is reserved for it, memory is not). */
+/**
+ * The most bytes a queue's records take: 1 GiB (address space is reserved for it, memory is
+ * not). A record takes its item's bytes rounded up to 8, and 8 more (see `recordBytes`).
+ */
 export const MAX_BYTES = 1 << 30;
+/** The byte limit of the queues made from now on in this thread (see `_setByteLimit`). */
+let byteLimit = MAX_BYTES;
+
+/** @internal Tests: the byte limit of the queues made from now on (a power of two from 4096 to MAX_BYTES); returns the one it replaces. */
+export function _setByteLimit(bytes: number): number {
+  if (!isByteLimit(bytes)) throw new RangeError(`a ThreadQueue's byte limit must be a power of two from ${FIRST_CAPACITY} to ${MAX_BYTES}, got ${bytes}`);
+  const before = byteLimit;
+  byteLimit = bytes;
+  return before;
+}
+
+function isByteLimit(bytes: number): boolean {
+  return Number.isInteger(bytes) && bytes >= FIRST_CAPACITY && bytes <= MAX_BYTES && (bytes & (bytes - 1)) === 0;
+}
+
+/** The bytes a record of an item of `length` bytes takes in the ring (its header included). */
+export function recordBytes(length: number): number {
+  return HEADER + Math.ceil(length / 8) * 8;
+}
 
 /** What a try of the queue's state came to. */
 export const OK = 0;
@@ -144,7 +168,11 @@ export const FULL = 2;
 export const SHUT = 3;
 /** A get: the record is larger than the buffer given; `needed` says how large. Nothing was taken. */
 export const TOO_SMALL = 4;
-/** A put: the ring cannot grow for it (MAX_BYTES, or no memory: `failure` says why). */
+/**
+ * A put: the ring cannot grow for it, now: the records there and this one would pass the byte
+ * limit (`failure` null; `needed` is the record's size, `used` the bytes the others take), or
+ * no memory (`failure` says why).
+ */
 export const NO_ROOM = 5;
 /** taskDone(): no item is unfinished. */
 export const TOO_MANY = 6;
@@ -152,6 +180,8 @@ export const TOO_MANY = 6;
 export const BUSY = 7;
 /** The queue is broken (see "Dying inside"): nothing changed. */
 export const BROKEN_QUEUE = 8;
+/** A put: the record alone is larger than the byte limit (`needed` says how large): it never fits. */
+export const TOO_BIG = 9;
 
 /** Spins on a held lock before sleeping on it (a critical section is some hundred ns). */
 const LOCK_SPINS = 200;
@@ -284,6 +314,7 @@ export class QueueMemory {
   readonly buffers: QueueBuffers;
   readonly #data: GrowableBuffer;
   readonly #maxsize: number;
+  readonly #byteLimit: number;
   /**
    * Views of the ring's first `#capacity` bytes, remade (under a lock) when CAPACITY says it
    * grew. Not length-tracking views: V8 reads and writes those several times slower.
@@ -306,9 +337,11 @@ export class QueueMemory {
   kind = 0;
   num = 0;
   length = 0;
-  /** After TOO_SMALL: the length of the record's payload. */
+  /** After TOO_SMALL: the length of the record's payload; after NO_ROOM and TOO_BIG: the size of the record. */
   needed = 0;
-  /** After NO_ROOM: why the ring could not grow (null: it holds MAX_BYTES already). */
+  /** After NO_ROOM: the bytes the records in the ring took. */
+  used = 0;
+  /** After NO_ROOM: why the ring could not grow (null: the records would pass the byte limit). */
   failure: unknown = null;
   /** The wait of waitForGetLock(), which goes on across tries. */
   readonly #getLockWait = new LockWait();
@@ -327,6 +360,7 @@ export class QueueMemory {
       ctl[ID_SERIAL] = ++serial;
       ctl[ID_COPY] = copy;
       ctl[CAPACITY] = FIRST_CAPACITY;
+      ctl[BYTE_LIMIT] = byteLimit;
     } else {
       buffers = maxsizeOrBuffers;
     }
@@ -334,6 +368,7 @@ export class QueueMemory {
     this.ctl = new Int32Array(buffers.control);
     this.#data = buffers.data as GrowableBuffer;
     this.#maxsize = this.ctl[MAXSIZE] as number;
+    this.#byteLimit = this.ctl[BYTE_LIMIT] as number;
   }
 
   /** Whether `buffers` (from another thread, maybe hostile) have the shape of a queue's memory. */
@@ -352,7 +387,10 @@ export class QueueMemory {
     const ctl = new Int32Array(control);
     const capacity = Atomics.load(ctl, CAPACITY);
     // A ring whose length is no power of two, or longer than its buffer, was not made here.
-    return capacity >= FIRST_CAPACITY && (capacity & (capacity - 1)) === 0 && capacity <= data.byteLength && (ctl[MAXSIZE] as number) >= 0;
+    const limit = ctl[BYTE_LIMIT] as number;
+    return (
+      capacity >= FIRST_CAPACITY && (capacity & (capacity - 1)) === 0 && capacity <= data.byteLength && capacity <= limit && isByteLimit(limit) && (ctl[MAXSIZE] as number) >= 0
+    );
   }
 
   /** The identity of the queue whose memory `buffers` are: the same string in every thread. */
@@ -372,6 +410,18 @@ export class QueueMemory {
 
   get maxsize(): number {
     return this.#maxsize;
+  }
+
+  /** The most bytes the queue's records take (MAX_BYTES, but in tests). */
+  get byteLimit(): number {
+    return this.#byteLimit;
+  }
+
+  /** The bytes the records in the ring take now (read without a lock: 0 while the ring is laid out again). */
+  bytesUsed(): number {
+    const head = Atomics.load(this.ctl, HEAD);
+    const used = (Atomics.load(this.ctl, TAIL) - head) | 0;
+    return used < 0 || used > this.#byteLimit ? 0 : used;
   }
 
   /** Items in the queue now (read without a lock; never below 0, see putsCounted). */
@@ -395,14 +445,15 @@ export class QueueMemory {
     return Atomics.load(this.ctl, BROKEN) !== 0;
   }
 
+  /** `maxsize` items wait, or their records fill the byte limit (not even an empty record fits). */
   full(): boolean {
-    return this.#maxsize > 0 && this.qsize() >= this.#maxsize;
+    return (this.#maxsize > 0 && this.qsize() >= this.#maxsize) || this.bytesUsed() + HEADER > this.#byteLimit;
   }
 
   /**
    * Append a record of `kind` holding `num` (K_NUMBER) or the bytes of `payload` (a plain
-   * Uint8Array): OK, SHUT, FULL, NO_ROOM, or BUSY (the ring must grow and a consumer holds
-   * GET_LOCK: try again). On OK getters are woken.
+   * Uint8Array): OK, SHUT, FULL, NO_ROOM, TOO_BIG, or BUSY (the ring must grow and a consumer
+   * holds GET_LOCK: try again). On OK getters are woken.
    */
   tryPut(kind: number, num: number, payload: Uint8Array | null): number {
     enterQueueOperation();
@@ -437,17 +488,28 @@ export class QueueMemory {
     } else if (this.#maxsize > 0 && ((puts - this.#gets) | 0) >= this.#maxsize && ((puts - (this.#gets = Atomics.load(ctl, GETS))) | 0) >= this.#maxsize) {
       status = FULL;
     } else if (((tail - this.#head) | 0) + size > capacity && ((tail - (this.#head = Atomics.load(ctl, HEAD))) | 0) + size > capacity) {
-      // The ring must grow, which moves the consumers' records: take their lock too, if free.
-      if (Atomics.compareExchange(ctl, GET_LOCK, 0, 1) !== 0) {
+      const taken = (tail - this.#head) | 0;
+      if (size > this.#byteLimit) {
+        status = TOO_BIG;
+        this.needed = size;
+      } else if (taken + size > this.#byteLimit) {
+        status = NO_ROOM;
+        this.needed = size;
+        this.used = taken;
+        this.failure = null;
+      } else if (Atomics.compareExchange(ctl, GET_LOCK, 0, 1) !== 0) {
+        // The ring must grow, which moves the consumers' records: take their lock too, if free.
         status = BUSY;
       } else {
         const head = ctl[HEAD] as number;
         const used = (tail - head) | 0;
         let wanted = capacity * 2;
         if (wanted < (used + size) * 2) wanted = 2 ** Math.ceil(Math.log2((used + size) * 2));
-        if (wanted > MAX_BYTES) wanted = MAX_BYTES;
+        if (wanted > this.#byteLimit) wanted = this.#byteLimit;
         if (used + size > wanted) {
           status = NO_ROOM;
+          this.needed = size;
+          this.used = used;
           this.failure = null;
         } else {
           try {
