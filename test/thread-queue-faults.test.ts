@@ -111,7 +111,7 @@ describe('ThreadQueue in a process that is paused', () => {
   const broken = "ThreadQueue 'paused' is broken: a thread ended while it held the queue's lock (in the middle of a put or get), so its state cannot be trusted; make a new queue";
 
   it('keeps working after a SIGSTOP longer than the broken-lock limit while threads waited on a held lock', async () => {
-    // The limit is 1.5 s in the child; it stays stopped 3 s, its waiters asleep on the lock.
+    // The limit is 2 s in the child; it stays stopped 3 s, its waiters asleep on the lock.
     const report = await pausedChild('pause', 3000);
     expect(report).toEqual({
       waiter: 'put',
