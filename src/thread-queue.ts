@@ -25,6 +25,7 @@ import {
   PUTS,
   QueueMemory,
   SHUT,
+  TOO_BIG,
   TOO_MANY,
   type QueueBuffers,
 } from './internal/threads/queue-memory.js';
@@ -106,8 +107,20 @@ function runningLoopFuture(): Future<void> {
  * thread; one producer's items arrive in the order it put them. Items cross as call arguments
  * do (structured clone, registered classes, Buffers, `move()`d buffers), copied through shared
  * memory: an item that cannot cross fails its put with a TypeError naming it, and the queue is
- * unchanged. Items holding a SharedArrayBuffer, a MessagePort or another ThreadQueue cannot cross
- * this way (pass those as call arguments).
+ * unchanged. An item the getter's thread cannot rebuild (an instance of a class not registered
+ * there, a deserializer that throws there, nesting deeper than its stack) fails that get with a
+ * TypeError saying why: the item is taken from the queue and counted as done (call no
+ * `taskDone()` for it; `join()` does not wait for it), and the next get takes the next item.
+ * Items holding a SharedArrayBuffer, a MessagePort or another ThreadQueue cannot cross this way
+ * (pass those as call arguments).
+ *
+ * The items waiting in a queue take at most 1 GiB of its shared memory, `maxsize` or not: each
+ * takes its encoded bytes (a string's UTF-8, a number 8, an object its serialized form) rounded
+ * up to 8, and 8 more. An item larger than that fails its put at once with a RangeError; an item
+ * that does not fit in what the others leave makes `put()` and `putSync()` wait as on a full
+ * queue, and `putNowait()` raise QueueFull naming the limit; `full()` is true once the items fill
+ * it. The shared memory grows as items need it and is not given back when they leave (a
+ * SharedArrayBuffer cannot shrink).
  *
  * The queue belongs to no thread: it lives while any thread holds it, and the thread that made it
  * may end while the others go on using it. A thread that ends while it waits in `get()` or
@@ -181,14 +194,18 @@ export class ThreadQueue<T = unknown> {
     return this.#memory.qsize() === 0;
   }
 
-  /** Whether the queue holds `maxsize` items now; never when unbounded (full). */
+  /**
+   * Whether the queue holds `maxsize` items now, or items that fill its 1 GiB byte limit (full).
+   * A put may find no room for a large item while this says false: see the class's notes.
+   */
   full(): boolean {
     return this.#memory.full();
   }
 
   /**
-   * Put an item, waiting (the task, not the thread) while the queue is full; QueueShutDown once
-   * shut down; a TypeError naming what cannot cross in the item (put).
+   * Put an item, waiting (the task, not the thread) while the queue is full or has no room for
+   * its bytes; QueueShutDown once shut down; a TypeError naming what cannot cross in the item; a
+   * RangeError, at once, for an item larger than the queue's byte limit (put).
    *
    * @example
    * ```ts
@@ -233,7 +250,7 @@ export class ThreadQueue<T = unknown> {
     }
   }
 
-  /** Put an item without waiting; QueueFull when full, QueueShutDown once shut down (put_nowait). */
+  /** Put an item without waiting; QueueFull when full or without room for its bytes, QueueShutDown once shut down (put_nowait). */
   putNowait(item: T): void {
     encodeItem(item, this.#where);
     const { kind, num, payload, moved } = encoded;
@@ -281,7 +298,8 @@ export class ThreadQueue<T = unknown> {
 
   /**
    * Remove and return the first item, waiting (the task, not the thread) while the queue is
-   * empty; QueueShutDown once shut down and empty (get).
+   * empty; QueueShutDown once shut down and empty; a TypeError when this thread cannot rebuild
+   * the item (it is taken and counted as done: no `taskDone()` for it) (get).
    *
    * @example
    * ```ts
@@ -415,7 +433,7 @@ export class ThreadQueue<T = unknown> {
    */
   shutdown(immediate = false): void {
     let status: number;
-    for (let since = 0; (status = this.#memory.tryShutdown(immediate === true)) === BUSY; ) since = this.#memory.waitForGetLock(since);
+    for (let waits = 0; (status = this.#memory.tryShutdown(immediate === true)) === BUSY; ) waits = this.#memory.waitForGetLock(waits);
     if (status === BROKEN_QUEUE) throw this.#broken();
     this.#getters.changedHere();
     this.#putters.changedHere();
@@ -499,7 +517,7 @@ export class ThreadQueue<T = unknown> {
   #tryPut(kind: number, num: number, payload: Uint8Array | null): number {
     const memory = this.#memory;
     let status: number;
-    for (let since = 0; (status = memory.tryPut(kind, num, payload)) === BUSY; ) since = memory.waitForGetLock(since);
+    for (let waits = 0; (status = memory.tryPut(kind, num, payload)) === BUSY; ) waits = memory.waitForGetLock(waits);
     return status;
   }
 
@@ -519,7 +537,22 @@ export class ThreadQueue<T = unknown> {
     if (this.#getters.length > 0 && memory.qsize() > 0) this.#getters.wakeNext();
     // A slot freed here: this thread's putters need not wait for the notification.
     if (this.#putters.length > 0) this.#putters.changedHere();
-    return decodeItem(memory, into) as T;
+    try {
+      return decodeItem(memory, into) as T;
+    } catch (error) {
+      throw this.#lost(error);
+    }
+  }
+
+  /**
+   * The item just taken cannot be rebuilt here: it counts as done (no taskDone() will come for
+   * it, and join() must not wait for it), and the get fails saying why.
+   */
+  #lost(error: unknown): TypeError {
+    if (this.#memory.taskDone() === OK) this.#joiners.changedHere();
+    return new TypeError(`cannot get from ${this.#where}: the item could not be rebuilt in this thread (${whyUnbuildable(error)}); it was taken from the queue and counted as done`, {
+      cause: error,
+    });
   }
 
   /** The item is in: the buffers it moved are gone from here; this thread's getters need not wait for the notification. */
@@ -530,16 +563,23 @@ export class ThreadQueue<T = unknown> {
   }
 
   /**
-   * A put that did not go in: QueueShutDown, the grow error of a data buffer that could not grow;
-   * or, full, QueueFull when it was not to wait. The moved buffers stay, marked, when it throws.
+   * A put that did not go in: QueueShutDown, the grow error of a data buffer that could not grow,
+   * a RangeError for an item larger than the byte limit (it never fits: no wait); or, full,
+   * QueueFull when it was not to wait (naming the byte limit when that is what it meets). The
+   * moved buffers stay, marked, when it throws.
    */
   #refuse(status: number, moved: ArrayBuffer[] | null, wait: boolean): void {
+    const memory = this.#memory;
     let error: Error | null = null;
     if (status === SHUT) error = new QueueShutDown();
     else if (status === BROKEN_QUEUE) error = this.#broken();
-    else if (status === NO_ROOM && this.#memory.failure !== null) {
-      error = new RuntimeError(`${this.#where} could not grow its shared memory for the item`, { cause: this.#memory.failure });
-    } else if (!wait && (status === FULL || status === NO_ROOM)) error = new QueueFull();
+    else if (status === TOO_BIG) {
+      error = new RangeError(`cannot put into ${this.#where}: the item takes ${memory.needed} bytes there, more than the ${memory.byteLimit} bytes its items may take`);
+    } else if (status === NO_ROOM && memory.failure !== null) {
+      error = new RuntimeError(`${this.#where} could not grow its shared memory for the item`, { cause: memory.failure });
+    } else if (!wait && status === NO_ROOM) {
+      error = new QueueFull(`no room in ${this.#where} for the item: it takes ${memory.needed} bytes, and the items there take ${memory.used} of the ${memory.byteLimit} bytes they may take`);
+    } else if (!wait && status === FULL) error = new QueueFull();
     if (error === null) return;
     if (moved !== null) remarkMoved(moved);
     throw error;
@@ -568,6 +608,12 @@ export class ThreadQueue<T = unknown> {
       again = true;
     }
   }
+}
+
+/** Why an item taken could not be rebuilt, for the get's error. */
+function whyUnbuildable(error: unknown): string {
+  if (error instanceof RangeError && /call stack/i.test(error.message)) return `it is nested deeper than this thread's stack allows: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
 }
 
 function checkOptions(options: unknown): { maxsize: number; name: string | undefined } {

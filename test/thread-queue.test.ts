@@ -19,6 +19,7 @@ import {
   sleep,
   type Coroutine,
 } from '../src/index.js';
+import { _setByteLimit } from '../src/internal/threads/queue-memory.js';
 import { WIRE, fromWire, toWire } from '../src/internal/wire.js';
 import { caught } from './helpers/coroutines.js';
 import { mulberry32 } from './helpers/prng.js';
@@ -538,6 +539,73 @@ describe('ThreadQueue outside a loop', () => {
     expectThrow(() => q.getSync(NaN), RangeError, 'timeout must be a non-negative number of seconds, got NaN');
     expectThrow(() => q.putSync(1, '1' as never), TypeError, "timeout must be a number of seconds or null, got '1'");
     expect(q.qsize()).toBe(0);
+  });
+});
+
+describe('ThreadQueue byte limit', () => {
+  /** A queue made under a byte limit of 64 KiB (1 GiB but in tests). */
+  function small(name: string): ThreadQueue<string> {
+    const before = _setByteLimit(1 << 16);
+    try {
+      return new ThreadQueue<string>({ name });
+    } finally {
+      _setByteLimit(before);
+    }
+  }
+  /** A string item whose record takes `bytes` bytes in the queue (8 of them its header). */
+  const taking = (bytes: number): string => 'x'.repeat(bytes - 8);
+
+  it('says full() once its items fill the byte limit, and names the limit in QueueFull when an item does not fit', () => {
+    const q = small('bytes');
+    for (let i = 0; i < 7; i++) q.putNowait(taking(8192));
+    expect(q.full()).toBe(false);
+    // 8,192 bytes are left: a larger item does not fit (full() says false: a smaller one would).
+    expectThrow(
+      () => q.putNowait(taking(8200)),
+      QueueFull,
+      "no room in ThreadQueue 'bytes' for the item: it takes 8200 bytes, and the items there take 57344 of the 65536 bytes they may take",
+    );
+    q.putNowait(taking(8192));
+    expect(q.full()).toBe(true);
+    expectThrow(() => q.putNowait(''), QueueFull, "no room in ThreadQueue 'bytes' for the item: it takes 8 bytes, and the items there take 65536 of the 65536 bytes they may take");
+    expect(q.getNowait()).toHaveLength(8184);
+    expect(q.full()).toBe(false);
+    q.putNowait(taking(8192));
+    expect(q.qsize()).toBe(8);
+  });
+
+  it('refuses at once, with a RangeError, an item larger than the byte limit (put never waits for it), and the queue is unchanged', async () => {
+    const q = small('bytes');
+    q.putNowait('before');
+    // 65,532 bytes of string and its 8-byte header, padded: 65,544 bytes, past the limit.
+    const big = 'x'.repeat(65532);
+    const why = "cannot put into ThreadQueue 'bytes': the item takes 65544 bytes there, more than the 65536 bytes its items may take";
+    expectThrow(() => q.putNowait(big), RangeError, why);
+    expectThrow(() => q.putSync(big), RangeError, why);
+    await run(function* () {
+      expectError(yield* caught(q.put(big)), RangeError, why);
+    });
+    expect(q.getNowait()).toBe('before');
+    // The largest item that fits fills the queue alone.
+    q.putNowait(taking(65536));
+    expect(q.full()).toBe(true);
+  });
+
+  it('holds a put while the items there leave no room for it, until gets free enough', async () => {
+    const q = small('bytes');
+    for (let i = 0; i < 8; i++) q.putNowait(taking(8192));
+    await run(function* () {
+      const putting = createTask(q.put(taking(16384)));
+      yield* sleep(0.01);
+      expect(putting.done()).toBe(false);
+      q.getNowait();
+      yield* sleep(0.01);
+      // 8,192 bytes free: not yet.
+      expect(putting.done()).toBe(false);
+      q.getNowait();
+      yield* putting;
+    });
+    expect(q.qsize()).toBe(7);
   });
 });
 

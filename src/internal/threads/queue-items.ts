@@ -156,8 +156,9 @@ export function readBuffer(needed = 0): Uint8Array {
 }
 
 /**
- * The item `memory.tryGet(into)` just took, rebuilt in this thread; a TypeError when it holds an
- * instance of a class this thread did not register (the item is taken all the same).
+ * The item `memory.tryGet(into)` just took, rebuilt in this thread; throws what rebuilding it
+ * threw (a class this thread did not register, a deserializer's error, a stack overflow): the
+ * item is taken all the same, and ThreadQueue counts it done.
  */
 export function decodeItem(memory: QueueMemory, into: Uint8Array): unknown {
   switch (memory.kind) {

@@ -20,10 +20,14 @@
  * Dying inside: a thread ended while it holds a lock (`worker.terminate()` stops a thread at
  * whatever it runs, Atomics calls included) would leave the lock held for good. LoopThreads are
  * never terminated inside an operation (guard.ts: each operation below runs between
- * `enterQueueOperation()` and `leaveQueueOperation()`). A thread that waits for a lock more than
- * a few seconds (a live holder holds it for microseconds) takes its holder for dead, ended some
- * other way, and marks the queue BROKEN: every operation, in every thread, then fails at once
- * with an error that says why, instead of hanging.
+ * `enterQueueOperation()` and `leaveQueueOperation()`). A thread that finds one holder on a lock
+ * for a few seconds (a live holder holds it for microseconds) takes that holder for dead, ended
+ * some other way, and marks the queue BROKEN: every operation, in every thread, then fails at
+ * once with an error that says why, instead of hanging. The hold is timed by the holder, not by
+ * the wait (see LockWait): each holder stamps the lock as it lets go, so a wait behind many
+ * holders in turn never counts as one long hold, and a process stopped for a while (SIGSTOP, a
+ * container pause: its holders stopped too) counts the stop as one look at the lock, not as the
+ * time it lasted.
  */
 
 import { enterQueueOperation, leaveQueueOperation } from './guard.js';
@@ -39,6 +43,12 @@ const PUT_LOCK = 0;
 const TAIL = 1;
 /** Items put, ever (plus one per shutdown): getters wait on it. Changed under PUT_LOCK. */
 export const PUTS = 2;
+/**
+ * Each lock's stamp, at this distance from it (PUT_LOCK's in the producers' line, GET_LOCK's in
+ * the consumers'): bumped by each holder as it lets go, so that a waiter tells one long hold from
+ * many holders in turn (see LockWait).
+ */
+const STAMP = 5;
 /** Consumers' line: GET_LOCK as PUT_LOCK. */
 const GET_LOCK = 16;
 /** Where the first record is; changed under GET_LOCK. Records lie in [HEAD, TAIL). */
@@ -66,6 +76,8 @@ const ID_SERIAL = 36;
 const ID_COPY = 38;
 /** 1 once a lock was found held by a thread that is gone (see "Dying inside"); never back to 0. */
 const BROKEN = 37;
+/** The most bytes the records in the ring take (a power of two, MAX_BYTES but in tests), fixed at creation; the ring never grows past it. */
+const BYTE_LIMIT = 39;
 /**
  * Waiters' line: how many waits sleep on PUTS, GETS and DONES (`WAITING + word`'s place among
  * them, see `waitingCounter`). A waiter counts itself before it waits; the change that wakes it
@@ -124,8 +136,30 @@ export const K_PLAIN = 8;
  */
 const HEADER = 8;
 const FIRST_CAPACITY = 4096;
-/** The most item bytes a queue holds (address space is reserved for it, memory is not). */
+/**
+ * The most bytes a queue's records take: 1 GiB (address space is reserved for it, memory is
+ * not). A record takes its item's bytes rounded up to 8, and 8 more (see `recordBytes`).
+ */
 export const MAX_BYTES = 1 << 30;
+/** The byte limit of the queues made from now on in this thread (see `_setByteLimit`). */
+let byteLimit = MAX_BYTES;
+
+/** @internal Tests: the byte limit of the queues made from now on (a power of two from 4096 to MAX_BYTES); returns the one it replaces. */
+export function _setByteLimit(bytes: number): number {
+  if (!isByteLimit(bytes)) throw new RangeError(`a ThreadQueue's byte limit must be a power of two from ${FIRST_CAPACITY} to ${MAX_BYTES}, got ${bytes}`);
+  const before = byteLimit;
+  byteLimit = bytes;
+  return before;
+}
+
+function isByteLimit(bytes: number): boolean {
+  return Number.isInteger(bytes) && bytes >= FIRST_CAPACITY && bytes <= MAX_BYTES && (bytes & (bytes - 1)) === 0;
+}
+
+/** The bytes a record of an item of `length` bytes takes in the ring (its header included). */
+export function recordBytes(length: number): number {
+  return HEADER + Math.ceil(length / 8) * 8;
+}
 
 /** What a try of the queue's state came to. */
 export const OK = 0;
@@ -134,7 +168,11 @@ export const FULL = 2;
 export const SHUT = 3;
 /** A get: the record is larger than the buffer given; `needed` says how large. Nothing was taken. */
 export const TOO_SMALL = 4;
-/** A put: the ring cannot grow for it (MAX_BYTES, or no memory: `failure` says why). */
+/**
+ * A put: the ring cannot grow for it, now: the records there and this one would pass the byte
+ * limit (`failure` null; `needed` is the record's size, `used` the bytes the others take), or
+ * no memory (`failure` says why).
+ */
 export const NO_ROOM = 5;
 /** taskDone(): no item is unfinished. */
 export const TOO_MANY = 6;
@@ -142,12 +180,14 @@ export const TOO_MANY = 6;
 export const BUSY = 7;
 /** The queue is broken (see "Dying inside"): nothing changed. */
 export const BROKEN_QUEUE = 8;
+/** A put: the record alone is larger than the byte limit (`needed` says how large): it never fits. */
+export const TOO_BIG = 9;
 
 /** Spins on a held lock before sleeping on it (a critical section is some hundred ns). */
 const LOCK_SPINS = 200;
-/** A sleep on a held lock is cut in slices this long, to see whether its holder is gone. */
+/** A sleep on a held lock is cut in slices this long (at most), to see whether its holder is gone. */
 const LOCK_SLICE_MS = 100;
-/** A lock held this long has a dead holder (see "Dying inside"). */
+/** A lock held this long by one holder, as its waiters count it, has a dead holder (see "Dying inside"). */
 let stuckMs = 5000;
 
 /** @internal Tests: how long a held lock is waited for before the queue is declared broken. */
@@ -155,6 +195,16 @@ export function _setStuckLockMs(ms: number): number {
   const before = stuckMs;
   stuckMs = ms;
   return before;
+}
+
+/** @internal Tests: take the producers' lock of a queue's control words, as a put does (false: the queue is broken). */
+export function _holdPutLock(ctl: Int32Array): boolean {
+  return lock(ctl, PUT_LOCK);
+}
+
+/** @internal Tests: let go of the producers' lock taken with `_holdPutLock`. */
+export function _releasePutLock(ctl: Int32Array): void {
+  unlock(ctl, PUT_LOCK);
 }
 
 /** A growable SharedArrayBuffer (ES2024; Node 20 has them, the project's lib is ES2022). */
@@ -173,42 +223,77 @@ export interface QueueBuffers {
 }
 
 /**
+ * A wait for a held lock, timing the lock's holder: how long one holder (the lock's stamp
+ * unchanged) has held it, as this thread saw it. Each look at the lock adds the time since the
+ * last look, but at most two sleep slices: a thread waits on the lock in slices, so a longer gap
+ * means this process was stopped or not scheduled meanwhile (SIGSTOP, a container pause), and
+ * the holder, stopped with it, could not go on either. Without that cap, a process stopped for
+ * the limit found its queues broken on waking though no thread had died. A holder that has gone
+ * is found out by the looks that follow, each a slice apart.
+ */
+class LockWait {
+  #stamp = 0;
+  #held = 0;
+  /** When the last look was (0: the wait has not begun). */
+  #last = 0;
+
+  /** A new wait begins. */
+  reset(): void {
+    this.#last = 0;
+  }
+
+  /**
+   * Wait until the lock at `word` may be free, holding none: false when the queue is broken, or
+   * found broken here (one holder held it for the limit: it is gone). The first look of a wait
+   * returns after a spin, without sleeping.
+   */
+  wait(ctl: Int32Array, word: number): boolean {
+    if (Atomics.load(ctl, BROKEN) !== 0) return false;
+    for (let i = 0; i < LOCK_SPINS; i++) if (Atomics.load(ctl, word) === 0) return true;
+    const now = performance.now();
+    const stamp = Atomics.load(ctl, word + STAMP);
+    const slice = Math.min(LOCK_SLICE_MS, stuckMs / 10);
+    const first = this.#last === 0;
+    if (first || stamp !== this.#stamp) {
+      this.#stamp = stamp;
+      this.#held = 0;
+    } else {
+      this.#held += Math.min(now - this.#last, 2 * slice);
+      if (this.#held > stuckMs) {
+        breakQueue(ctl);
+        return false;
+      }
+    }
+    this.#last = now;
+    if (!first && Atomics.compareExchange(ctl, word, 1, 2) !== 0) Atomics.wait(ctl, word, 2, slice);
+    return true;
+  }
+}
+
+/** The wait of `lock()` (one at a time in a thread: it never waits inside a wait). */
+const lockWait = new LockWait();
+
+/**
  * Take `lock` (a futex word: 0 free, 1 held, 2 held and a thread may sleep on it): spin, then
  * sleep on it marked 2, so that its holder wakes a sleeper. False when the queue is broken, or
- * found broken here: the lock was held longer than a live holder ever holds it.
+ * found broken here: one holder held the lock longer than a live holder ever holds it.
  */
 function lock(ctl: Int32Array, word: number): boolean {
   if (Atomics.compareExchange(ctl, word, 0, 1) === 0) return true;
-  for (let since = 0; ; ) {
-    since = waitForLock(ctl, word, since);
-    if (since < 0) return false;
+  lockWait.reset();
+  for (;;) {
+    if (!lockWait.wait(ctl, word)) return false;
     if (Atomics.compareExchange(ctl, word, 0, 2) === 0) return true;
   }
 }
 
 function unlock(ctl: Int32Array, word: number): void {
+  // The holder's stamp (see LockWait); the Atomics.sub that frees the lock publishes it.
+  ctl[word + STAMP] = (ctl[word + STAMP] as number) + 1;
   if (Atomics.sub(ctl, word, 1) !== 1) {
     Atomics.store(ctl, word, 0);
     Atomics.notify(ctl, word, 1);
   }
-}
-
-/**
- * Wait until the lock at `word` may be free, holding none. `since`: when the waits for it began
- * (0: they begin now). Returns it, or -1 when the queue is broken (marked here when the lock has
- * been held too long: its holder is gone).
- */
-function waitForLock(ctl: Int32Array, word: number, since: number): number {
-  if (Atomics.load(ctl, BROKEN) !== 0) return -1;
-  for (let i = 0; i < LOCK_SPINS; i++) if (Atomics.load(ctl, word) === 0) return since;
-  const now = performance.now();
-  if (since === 0) return now;
-  if (now - since > stuckMs) {
-    breakQueue(ctl);
-    return -1;
-  }
-  if (Atomics.compareExchange(ctl, word, 1, 2) !== 0) Atomics.wait(ctl, word, 2, LOCK_SLICE_MS);
-  return since;
 }
 
 /** Mark the queue broken and wake every waiter of every kind, to fail. */
@@ -229,6 +314,7 @@ export class QueueMemory {
   readonly buffers: QueueBuffers;
   readonly #data: GrowableBuffer;
   readonly #maxsize: number;
+  readonly #byteLimit: number;
   /**
    * Views of the ring's first `#capacity` bytes, remade (under a lock) when CAPACITY says it
    * grew. Not length-tracking views: V8 reads and writes those several times slower.
@@ -251,10 +337,14 @@ export class QueueMemory {
   kind = 0;
   num = 0;
   length = 0;
-  /** After TOO_SMALL: the length of the record's payload. */
+  /** After TOO_SMALL: the length of the record's payload; after NO_ROOM and TOO_BIG: the size of the record. */
   needed = 0;
-  /** After NO_ROOM: why the ring could not grow (null: it holds MAX_BYTES already). */
+  /** After NO_ROOM: the bytes the records in the ring took. */
+  used = 0;
+  /** After NO_ROOM: why the ring could not grow (null: the records would pass the byte limit). */
   failure: unknown = null;
+  /** The wait of waitForGetLock(), which goes on across tries. */
+  readonly #getLockWait = new LockWait();
 
   /** A new queue's memory (`maxsize` 0: unbounded), or the memory of one that arrived. */
   constructor(maxsizeOrBuffers: number | QueueBuffers, threadId = 0) {
@@ -270,6 +360,7 @@ export class QueueMemory {
       ctl[ID_SERIAL] = ++serial;
       ctl[ID_COPY] = copy;
       ctl[CAPACITY] = FIRST_CAPACITY;
+      ctl[BYTE_LIMIT] = byteLimit;
     } else {
       buffers = maxsizeOrBuffers;
     }
@@ -277,6 +368,7 @@ export class QueueMemory {
     this.ctl = new Int32Array(buffers.control);
     this.#data = buffers.data as GrowableBuffer;
     this.#maxsize = this.ctl[MAXSIZE] as number;
+    this.#byteLimit = this.ctl[BYTE_LIMIT] as number;
   }
 
   /** Whether `buffers` (from another thread, maybe hostile) have the shape of a queue's memory. */
@@ -295,7 +387,10 @@ export class QueueMemory {
     const ctl = new Int32Array(control);
     const capacity = Atomics.load(ctl, CAPACITY);
     // A ring whose length is no power of two, or longer than its buffer, was not made here.
-    return capacity >= FIRST_CAPACITY && (capacity & (capacity - 1)) === 0 && capacity <= data.byteLength && (ctl[MAXSIZE] as number) >= 0;
+    const limit = ctl[BYTE_LIMIT] as number;
+    return (
+      capacity >= FIRST_CAPACITY && (capacity & (capacity - 1)) === 0 && capacity <= data.byteLength && capacity <= limit && isByteLimit(limit) && (ctl[MAXSIZE] as number) >= 0
+    );
   }
 
   /** The identity of the queue whose memory `buffers` are: the same string in every thread. */
@@ -315,6 +410,18 @@ export class QueueMemory {
 
   get maxsize(): number {
     return this.#maxsize;
+  }
+
+  /** The most bytes the queue's records take (MAX_BYTES, but in tests). */
+  get byteLimit(): number {
+    return this.#byteLimit;
+  }
+
+  /** The bytes the records in the ring take now (read without a lock: 0 while the ring is laid out again). */
+  bytesUsed(): number {
+    const head = Atomics.load(this.ctl, HEAD);
+    const used = (Atomics.load(this.ctl, TAIL) - head) | 0;
+    return used < 0 || used > this.#byteLimit ? 0 : used;
   }
 
   /** Items in the queue now (read without a lock; never below 0, see putsCounted). */
@@ -338,14 +445,15 @@ export class QueueMemory {
     return Atomics.load(this.ctl, BROKEN) !== 0;
   }
 
+  /** `maxsize` items wait, or their records fill the byte limit (not even an empty record fits). */
   full(): boolean {
-    return this.#maxsize > 0 && this.qsize() >= this.#maxsize;
+    return (this.#maxsize > 0 && this.qsize() >= this.#maxsize) || this.bytesUsed() + HEADER > this.#byteLimit;
   }
 
   /**
    * Append a record of `kind` holding `num` (K_NUMBER) or the bytes of `payload` (a plain
-   * Uint8Array): OK, SHUT, FULL, NO_ROOM, or BUSY (the ring must grow and a consumer holds
-   * GET_LOCK: try again). On OK getters are woken.
+   * Uint8Array): OK, SHUT, FULL, NO_ROOM, TOO_BIG, or BUSY (the ring must grow and a consumer
+   * holds GET_LOCK: try again). On OK getters are woken.
    */
   tryPut(kind: number, num: number, payload: Uint8Array | null): number {
     enterQueueOperation();
@@ -380,17 +488,28 @@ export class QueueMemory {
     } else if (this.#maxsize > 0 && ((puts - this.#gets) | 0) >= this.#maxsize && ((puts - (this.#gets = Atomics.load(ctl, GETS))) | 0) >= this.#maxsize) {
       status = FULL;
     } else if (((tail - this.#head) | 0) + size > capacity && ((tail - (this.#head = Atomics.load(ctl, HEAD))) | 0) + size > capacity) {
-      // The ring must grow, which moves the consumers' records: take their lock too, if free.
-      if (Atomics.compareExchange(ctl, GET_LOCK, 0, 1) !== 0) {
+      const taken = (tail - this.#head) | 0;
+      if (size > this.#byteLimit) {
+        status = TOO_BIG;
+        this.needed = size;
+      } else if (taken + size > this.#byteLimit) {
+        status = NO_ROOM;
+        this.needed = size;
+        this.used = taken;
+        this.failure = null;
+      } else if (Atomics.compareExchange(ctl, GET_LOCK, 0, 1) !== 0) {
+        // The ring must grow, which moves the consumers' records: take their lock too, if free.
         status = BUSY;
       } else {
         const head = ctl[HEAD] as number;
         const used = (tail - head) | 0;
         let wanted = capacity * 2;
         if (wanted < (used + size) * 2) wanted = 2 ** Math.ceil(Math.log2((used + size) * 2));
-        if (wanted > MAX_BYTES) wanted = MAX_BYTES;
+        if (wanted > this.#byteLimit) wanted = this.#byteLimit;
         if (used + size > wanted) {
           status = NO_ROOM;
+          this.needed = size;
+          this.used = used;
           this.failure = null;
         } else {
           try {
@@ -581,12 +700,13 @@ export class QueueMemory {
   }
 
   /**
-   * After BUSY, holding no lock: wait until GET_LOCK may be free. `since`: when the waits began
-   * (0 at first); returns it for the next wait (the next try returns BROKEN_QUEUE when the lock's
-   * holder was found gone).
+   * After BUSY, holding no lock: wait until GET_LOCK may be free. `waits`: how many waits came
+   * before in this series (0 at first); returns the count for the next one (the next try returns
+   * BROKEN_QUEUE when the lock's holder was found gone).
    */
-  waitForGetLock(since: number): number {
-    const waited = waitForLock(this.ctl, GET_LOCK, since);
-    return waited < 0 ? since : waited;
+  waitForGetLock(waits: number): number {
+    if (waits === 0) this.#getLockWait.reset();
+    this.#getLockWait.wait(this.ctl, GET_LOCK);
+    return waits + 1;
   }
 }
