@@ -833,8 +833,8 @@ export class EventLoop {
   }
 
   /**
-   * Run `program` with the string arguments that follow (no shell), optionally followed by
-   * the options (stdin, stdout, stderr default PIPE), and drive `protocolFactory()` (a
+   * Run `program` with the string arguments that follow one by one (no shell), optionally
+   * followed by the options, a plain object (stdin, stdout, stderr default PIPE), and drive `protocolFactory()` (a
    * SubprocessProtocol) from it; returns once its `connectionMade` ran (subprocess_exec). The OS
    * error (with its `code`, e.g. ENOENT) when it cannot start.
    *

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { serveBullMQ, type BullMQWorker } from './bullmq.js';
+import { redactConnection } from './internal/bullmq/redact.js';
 
 const USAGE = `Usage: multiloop worker --allow SPEC[,SPEC...] [options]
 
@@ -82,7 +83,8 @@ function parse(argv: readonly string[]): Parsed {
     const eq = arg.indexOf('=');
     const flag = eq === -1 ? arg : arg.slice(0, eq);
     const key = VALUED.get(flag);
-    if (key === undefined) throw new UsageError(`unknown option ${JSON.stringify(arg)}`);
+    // Only the flag: a mistyped --connection=URL must not print its password.
+    if (key === undefined) throw new UsageError(`unknown option ${JSON.stringify(flag)}`);
     let value: string | undefined;
     if (eq !== -1) value = arg.slice(eq + 1);
     else value = argv[++i];
@@ -139,7 +141,7 @@ function shownUrl(url: string): string {
     const parsed = new URL(url);
     return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
   } catch {
-    return url.replace(/\/\/[^@/]*@/, '//').replace(/\?.*$/, '');
+    return redactConnection(url).replace(/\?.*$/, '');
   }
 }
 

@@ -400,8 +400,6 @@ export class Server implements TransportOwner, LoopResource {
         reads: adopted === null ? null : offered,
         extra: this.#unixPath === null ? {} : { path: this.#unixPath },
       });
-      // Accepted paused (pauseOnConnect) and read as a stream after all: its 'data' listener does not start it.
-      if (adopted === null && !this.#secure) socket.resume();
       this.#clients.add(transport);
     });
   };

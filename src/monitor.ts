@@ -15,6 +15,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { repr } from './internal/format.js';
 import { acceptedHosts, asHostName, parseHost, refusal, type Accepted } from './internal/monitor-guard.js';
+import { IDLE_TIMEOUT, MAX_CONNECTIONS, limitConnections, requestLimits, type ConnectionLimits } from './internal/monitor-limits.js';
 import { Snapshots, send, takesGzip } from './internal/monitor-snapshots.js';
 
 /** Options of `startMonitor`. */
@@ -39,6 +40,14 @@ export interface MonitorOptions {
   minInterval?: number;
   /** How long each thread has to answer a snapshot, in seconds (default 0.5); one that does not is listed as unresponsive. */
   timeout?: number;
+  /**
+   * How long a connection may stay idle, in seconds (default 10): one that sends nothing for this
+   * long (before its first request or between two), sends a request's headers for longer, or
+   * does not read its answer for this long, is closed. Waiting for a snapshot does not count.
+   */
+  idleTimeout?: number;
+  /** The most connections served at once (default 100); Node closes the others as they come. */
+  maxConnections?: number;
 }
 
 /** What a monitor has done since it started (Trio-style `statistics()`). */
@@ -112,7 +121,7 @@ export function startMonitor(options: MonitorOptions): YieldablePromise<Monitor>
 
 async function start(options: MonitorOptions): Promise<Monitor> {
   if (options === null || typeof options !== 'object') throw new TypeError(`startMonitor() options must be an object, got ${repr(options)}`);
-  const { port, host = '127.0.0.1', allowedHosts = [], minInterval = MIN_INTERVAL, timeout = SNAPSHOT_TIMEOUT } = options;
+  const { port, host = '127.0.0.1', allowedHosts = [], minInterval = MIN_INTERVAL, timeout = SNAPSHOT_TIMEOUT, idleTimeout = IDLE_TIMEOUT, maxConnections = MAX_CONNECTIONS } = options;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`startMonitor() port must be an integer from 0 to 65535, got ${repr(port)}`);
   if (typeof host !== 'string' || host === '') throw new TypeError(`startMonitor() host must be a non-empty string, got ${repr(host)}`);
   if (!Array.isArray(allowedHosts)) throw new TypeError(`startMonitor() allowedHosts must be an array of host names ('name' or 'name:port'), got ${repr(allowedHosts)}`);
@@ -127,7 +136,12 @@ async function start(options: MonitorOptions): Promise<Monitor> {
   if (typeof timeout !== 'number' || !(timeout > 0) || !Number.isFinite(timeout)) {
     throw new RangeError(`startMonitor() timeout must be a positive number of seconds, got ${repr(timeout)}`);
   }
+  if (typeof idleTimeout !== 'number' || !(idleTimeout > 0) || !Number.isFinite(idleTimeout)) {
+    throw new RangeError(`startMonitor() idleTimeout must be a positive number of seconds, got ${repr(idleTimeout)}`);
+  }
+  if (!Number.isInteger(maxConnections) || maxConnections < 1) throw new RangeError(`startMonitor() maxConnections must be a positive integer, got ${repr(maxConnections)}`);
   const snapshots = new Snapshots(minInterval, timeout);
+  let limits: ConnectionLimits | null = null;
   let requests = 0;
   let refused = 0;
   let accepted: Accepted | null = null;
@@ -157,13 +171,13 @@ async function start(options: MonitorOptions): Promise<Monitor> {
       if (path === '/') {
         response.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': PAGE_POLICY, 'X-Frame-Options': 'DENY' }).end(PAGE);
       } else if (path === '/snapshot.json') {
-        const served = await snapshots.forConnection(request.socket, 'json');
+        const served = await limits!.waiting(request.socket, snapshots.forConnection(request.socket, 'json'));
         const headers = { 'Content-Type': 'application/json; charset=utf-8', Vary: 'Accept-Encoding' };
-        if (takesGzip(request)) send(response, 200, { ...headers, 'Content-Encoding': 'gzip' }, await snapshots.gzip(served));
+        if (takesGzip(request)) send(response, 200, { ...headers, 'Content-Encoding': 'gzip' }, await limits!.waiting(request.socket, snapshots.gzip(served)));
         else send(response, 200, headers, served.json);
       } else if (path === '/pstree.txt') {
-        const served = await snapshots.forConnection(request.socket, 'tree');
-        send(response, 200, { 'Content-Type': TEXT }, await snapshots.tree(served));
+        const served = await limits!.waiting(request.socket, snapshots.forConnection(request.socket, 'tree'));
+        send(response, 200, { 'Content-Type': TEXT }, await limits!.waiting(request.socket, snapshots.tree(served)));
       } else {
         response.writeHead(404, { 'Content-Type': TEXT }).end('not found: / /snapshot.json /pstree.txt\n');
       }
@@ -172,10 +186,11 @@ async function start(options: MonitorOptions): Promise<Monitor> {
     }
   };
 
-  const server = createServer((request, response) => {
+  const server = createServer(requestLimits(idleTimeout), (request, response) => {
     // Nothing a client sends may end the app (an unhandled rejection would): what escapes ends that answer only.
     serve(request, response).catch(() => response.destroy());
   });
+  limits = limitConnections(server, idleTimeout, maxConnections);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -79,13 +79,24 @@ export function* _subprocessExec<P extends SubprocessProtocol>(loop: EventLoop, 
   checkFactory(protocolFactory, what);
   if (typeof program !== 'string' || program === '') throw new TypeError(`${what} program must be a non-empty string, got ${repr(program)}`);
   const last = rest.length > 0 ? rest[rest.length - 1] : undefined;
-  const hasOptions = typeof last === 'object' && last !== null;
+  // Only a plain object is the options: an array there (the arguments as one list) is an argument.
+  const hasOptions = isPlainObject(last);
   const args = (hasOptions ? rest.slice(0, -1) : rest) as unknown[];
   args.forEach((arg, i) => {
+    if (Array.isArray(arg)) {
+      throw new TypeError(`${what} args[${i}] must be a string, got an array ${repr(arg)}: give the arguments one by one after the program, subprocessExec(factory, program, ...args)`);
+    }
     if (typeof arg !== 'string') throw new TypeError(`${what} args[${i}] must be a string, got ${repr(arg)}`);
   });
   const options = (hasOptions ? last : {}) as SubprocessTransportOptions;
   return yield* start(loop, protocolFactory, program, args as string[], options, what);
+}
+
+/** Whether `value` is an object literal (or made with a null prototype), as options are. */
+function isPlainObject(value: unknown): value is object {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  return prototype === Object.prototype || prototype === null;
 }
 
 /** @internal The body of `loop.subprocessShell`. */

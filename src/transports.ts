@@ -226,7 +226,12 @@ export class Transport implements LoopResource {
     const writable = parts.writable;
     if (readable !== null) {
       if (this.#reads !== null) this.#reads.attach(this, readable as NetSocket);
-      else readable.on('data', this.#onData);
+      else {
+        readable.on('data', this.#onData);
+        // As asyncio reads any socket or pipe it is given: one paused (a pauseOnConnect server's
+        // accept, or by hand) is not started by a 'data' listener, only by resume().
+        if (readable.readableFlowing === false) readable.resume();
+      }
       readable.on('end', this.#onEnd);
       readable.on('error', this.#onError);
       readable.on('close', this.#onReadClose);

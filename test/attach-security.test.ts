@@ -8,14 +8,17 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { otherUser, type OtherUser } from './helpers/users.js';
-
-const CLI = fileURLToPath(new URL('../dist/bin/multiloop.js', import.meta.url));
-const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+import { otherUser, readableCopy, type OtherUser, type ReadableCopy } from './helpers/users.js';
 
 const other = otherUser('the attach security tests');
+
+// The second user runs the command and the fixtures from a copy it can read: the clone may live
+// where it cannot (a home directory of mode 700).
+const copy = other === null ? null : readableCopy(['ps-target.mjs', 'ps-chain.mjs', 'attach-attacker.mjs']);
+afterAll(() => copy?.remove());
+const CLI = copy?.cli ?? '';
+const fixture = (name: string): string => (copy as ReadableCopy).fixture(name);
 
 const started: ChildProcess[] = [];
 afterEach(() => {

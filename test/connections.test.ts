@@ -3,6 +3,7 @@
  * sockets: `localAddr` (bind before connect), `sock` (a Node server or dgram socket already
  * bound), `cleanupSocket`, `keepAlive`; and their argument checks, with asyncio's messages.
  */
+import { X509Certificate } from 'node:crypto';
 import * as dgram from 'node:dgram';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { createServer as netCreateServer, type Server as NetServer } from 'node:net';
@@ -24,7 +25,9 @@ import {
   type SocketAddress,
   type Transport,
 } from '../src/index.js';
+import { crlDistributionPoints } from '../src/internal/der.js';
 import { raisedBy } from './helpers/coroutines.js';
+import { mulberry32 } from './helpers/prng.js';
 import { freePort, nodeServer, until } from './helpers/io.js';
 
 const enc = new TextEncoder();
@@ -37,6 +40,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const key = readFileSync(new URL('./fixtures/tls-key.pem', import.meta.url));
 const cert = readFileSync(new URL('./fixtures/tls-cert.pem', import.meta.url));
+/** A certificate with CRL distribution points (made as test/fixtures/tls-crl.cnf says). */
+const crlKey = readFileSync(new URL('./fixtures/tls-crl-key.pem', import.meta.url));
+const crlCert = readFileSync(new URL('./fixtures/tls-crl-cert.pem', import.meta.url));
 
 /** A Node server listening on `where` (a port of 127.0.0.1, or a path), not yet serving anything. */
 async function listening(where: number | string): Promise<NetServer> {
@@ -524,5 +530,63 @@ describe('TLS extra info', () => {
     // A server whose client sent no certificate: None in asyncio; a certificate not verified: {}.
     expect(new Set(seen.serverSide)).toEqual(new Set([null]));
     expect(seen.unverifiedCert).toEqual({});
+  });
+
+  it("'peercert' lists the certificate's CRL distribution points as getpeercert() does", async () => {
+    const peercert = await run(
+      (function* () {
+        const server = yield* startServer(
+          function* (reader, writer) {
+            writer.write(yield* reader.readline());
+            writer.close();
+          },
+          '127.0.0.1',
+          0,
+          { ssl: { key: crlKey, cert: crlCert } },
+        );
+        const [, port] = server.address() as [string, number];
+        const [reader, writer] = yield* openConnection('127.0.0.1', port, { ssl: { ca: crlCert }, serverHostname: 'localhost' });
+        writer.write(bytes('hi\n'));
+        yield* reader.readline();
+        const info = writer.getExtraInfo('peercert');
+        writer.close();
+        server.close();
+        server.closeClients();
+        yield* server.waitClosed();
+        return info;
+      })(),
+    );
+    // What CPython 3.13's getpeercert() gives for it: the URIs of each point's full name, in order;
+    // the e-mail name and the point named relative to its issuer are left out.
+    expect(peercert).toEqual({
+      subject: [[['commonName', 'localhost']]],
+      issuer: [[['commonName', 'localhost']]],
+      version: 3,
+      serialNumber: '661CEEE19C697BE6D82C267956249D3F896286B2',
+      notBefore: 'Nov 28 17:25:41 2026 GMT',
+      notAfter: 'Nov  4 17:25:41 2126 GMT',
+      subjectAltName: [
+        ['DNS', 'localhost'],
+        ['IP Address', '127.0.0.1'],
+      ],
+      crlDistributionPoints: ['http://crl.example/a.crl', 'http://crl.example/b.crl', 'ldap://crl.example/cn=b'],
+    });
+  });
+
+  it('reads CRL distribution points from hostile DER without throwing: cut short or damaged, it has none', () => {
+    const der = new X509Certificate(crlCert).raw;
+    expect(crlDistributionPoints(der)).toEqual(['http://crl.example/a.crl', 'http://crl.example/b.crl', 'ldap://crl.example/cn=b']);
+    expect(crlDistributionPoints(new X509Certificate(cert).raw)).toBeNull();
+    for (let length = 0; length < der.length; length++) expect(crlDistributionPoints(der.subarray(0, length))).toBeNull();
+    const random = mulberry32(32);
+    for (let round = 0; round < 500; round++) {
+      const damaged = Buffer.from(der);
+      for (let flips = 1 + Math.floor(random() * 4); flips > 0; flips--) damaged[Math.floor(random() * damaged.length)] = Math.floor(random() * 256);
+      const points = crlDistributionPoints(damaged);
+      expect(points === null || (Array.isArray(points) && points.every((uri) => typeof uri === 'string'))).toBe(true);
+    }
+    // Lengths that claim more than there is, and more than four length bytes.
+    expect(crlDistributionPoints(Uint8Array.from([0x30, 0x84, 0xff, 0xff, 0xff, 0xff, 0x30]))).toBeNull();
+    expect(crlDistributionPoints(Uint8Array.from([0x30, 0x89, 1, 1, 1, 1, 1, 1, 1, 1, 1]))).toBeNull();
   });
 });

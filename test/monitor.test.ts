@@ -7,7 +7,7 @@
  * minInterval), counted through its statistics().
  */
 import { Agent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LoopThread, ensureFuture, getRunningLoop, run, sleep, startMonitor, type Coroutine, type Monitor } from '../src/index.js';
 import { snapshotThisThreadInSlices } from '../src/internal/snapshot-slices.js';
@@ -125,6 +125,8 @@ describe('startMonitor', () => {
     await expect(startMonitor({ port: 0, allowedHosts: ['monitor.internal:99999'] })).rejects.toThrow(TypeError);
     await expect(startMonitor({ port: 0, minInterval: -1 })).rejects.toThrow(new RangeError('startMonitor() minInterval must be a number of seconds, 0 or more, got -1'));
     await expect(startMonitor({ port: 0, timeout: 0 })).rejects.toThrow(new RangeError('startMonitor() timeout must be a positive number of seconds, got 0'));
+    await expect(startMonitor({ port: 0, idleTimeout: 0 })).rejects.toThrow(new RangeError('startMonitor() idleTimeout must be a positive number of seconds, got 0'));
+    await expect(startMonitor({ port: 0, maxConnections: 1.5 })).rejects.toThrow(new RangeError('startMonitor() maxConnections must be a positive integer, got 1.5'));
   });
 });
 
@@ -219,6 +221,161 @@ describe('startMonitor: who it answers', () => {
       expect(answer).toContain('\r\nbad request: the path is no URL\n');
       expect(monitor.statistics().snapshots).toBe(0);
     } finally {
+      await monitor.close();
+    }
+  });
+});
+
+/** Wait until `condition()` holds, checking every 20 ms; fails naming `what` after `limitMs`. */
+async function waitUntil(condition: () => boolean | Promise<boolean>, what: string, limitMs = 15_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A raw connection to the monitor on `port`: what it received, and whether (and how) the server ended it. */
+interface RawClient {
+  readonly socket: Socket;
+  received(): string;
+  /** Resolves once the server ended the connection (end or reset), with what it had sent; rejects after `limitMs`. */
+  closedByServer(limitMs?: number): Promise<string>;
+}
+
+function rawClient(port: number): Promise<RawClient> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let ended = false;
+    const endWaiters: Array<() => void> = [];
+    const markEnded = (): void => {
+      ended = true;
+      for (const wake of endWaiters.splice(0)) wake();
+    };
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('end', markEnded);
+    socket.on('close', markEnded);
+    socket.on('error', markEnded);
+    socket.once('connect', () =>
+      resolve({
+        socket,
+        received: () => Buffer.concat(chunks).toString('latin1'),
+        closedByServer: (limitMs = 15_000) =>
+          new Promise<string>((done, fail) => {
+            const timer = setTimeout(() => fail(new Error(`the server kept the connection open for ${limitMs} ms; it sent ${JSON.stringify(Buffer.concat(chunks).toString('latin1').slice(0, 200))}`)), limitMs);
+            const finish = (): void => {
+              clearTimeout(timer);
+              done(Buffer.concat(chunks).toString('latin1'));
+            };
+            if (ended) finish();
+            else endWaiters.push(finish);
+          }),
+      }),
+    );
+    socket.once('error', reject);
+  });
+}
+
+describe('startMonitor: what a client can hold', () => {
+  it('closes a connection idle before its first request, between two, or sending its headers too slowly (idleTimeout)', async () => {
+    const monitor = await startMonitor({ port: 0, idleTimeout: 0.3 });
+    const host = `127.0.0.1:${monitor.port}`;
+    const clients: RawClient[] = [];
+    try {
+      // Connected, never a byte.
+      const silent = await rawClient(monitor.port);
+      clients.push(silent);
+      // One request answered, then idle on the kept-alive connection.
+      const kept = await rawClient(monitor.port);
+      clients.push(kept);
+      kept.socket.write(`GET /nothing-here HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+      // Headers a byte at a time, each well within idleTimeout: never idle, never done.
+      const slow = await rawClient(monitor.port);
+      clients.push(slow);
+      slow.socket.write('GET / HTTP/1.1\r\n');
+      const drip = setInterval(() => {
+        if (!slow.socket.destroyed) slow.socket.write('X');
+      }, 50);
+      try {
+        expect(await silent.closedByServer()).toBe('');
+        expect(await kept.closedByServer()).toMatch(/^HTTP\/1\.1 404 Not Found\r\n[^]*not found/);
+        expect(await slow.closedByServer()).toMatch(/^(HTTP\/1\.1 408 Request Timeout\r\n|$)/);
+      } finally {
+        clearInterval(drip);
+      }
+      // The monitor still answers.
+      expect((await ask(monitor.port, '/nothing-here')).status).toBe(404);
+    } finally {
+      for (const client of clients) client.socket.destroy();
+      await monitor.close();
+    }
+  });
+
+  it('does not count waiting for a snapshot as idle', async () => {
+    const flag = new Int32Array(new SharedArrayBuffer(8));
+    const seen = await run(
+      (function* main(): Coroutine<{ waiterOpen: boolean; answer: string }> {
+        const lt = yield* ensureFuture(LoopThread.start(CHAIN, { name: 'slow-to-answer' }));
+        // The blocked thread holds the snapshot in flight until released (its timeout is far off).
+        const monitor = yield* ensureFuture(startMonitor({ port: 0, timeout: 60, idleTimeout: 0.3 }));
+        const clients: RawClient[] = [];
+        try {
+          lt.callSoonThreadsafe('block', flag);
+          while (Atomics.load(flag, 1) === 0) yield* sleep(0.005);
+          const waiter = yield* ensureFuture(rawClient(monitor.port));
+          clients.push(waiter);
+          waiter.socket.write(`GET /snapshot.json HTTP/1.1\r\nHost: 127.0.0.1:${monitor.port}\r\nConnection: close\r\n\r\n`);
+          while (monitor.statistics().requests < 1) yield* sleep(0.005);
+          // A connection made after the request went in flight, and idle: once the server has
+          // closed it, the waiting one has been without a byte for longer than idleTimeout too.
+          const idle = yield* ensureFuture(rawClient(monitor.port));
+          clients.push(idle);
+          yield* ensureFuture(idle.closedByServer());
+          const waiterOpen = !waiter.socket.destroyed && waiter.received() === '';
+          Atomics.store(flag, 0, 1);
+          Atomics.notify(flag, 0);
+          const answer = yield* ensureFuture(waiter.closedByServer());
+          return { waiterOpen, answer };
+        } finally {
+          Atomics.store(flag, 0, 1);
+          Atomics.notify(flag, 0);
+          for (const client of clients) client.socket.destroy();
+          yield* ensureFuture(monitor.close());
+          yield* ensureFuture(lt.close());
+        }
+      })(),
+    );
+    expect(seen.waiterOpen).toBe(true);
+    expect(seen.answer).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*"slow-to-answer"/);
+  });
+
+  it('serves at most maxConnections at once; the next is closed unanswered until one of them ends', async () => {
+    const monitor = await startMonitor({ port: 0, maxConnections: 2 });
+    const host = `127.0.0.1:${monitor.port}`;
+    const clients: RawClient[] = [];
+    try {
+      // Two connections the server has taken: each had an answer, and stays open (keep-alive).
+      for (let i = 0; i < 2; i++) {
+        const client = await rawClient(monitor.port);
+        clients.push(client);
+        client.socket.write(`GET /nothing-here HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+        await waitUntil(() => client.received().includes('not found'), 'an answer');
+      }
+      const third = await rawClient(monitor.port);
+      clients.push(third);
+      third.socket.write(`GET /nothing-here HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+      expect(await third.closedByServer()).toBe('');
+      // One ends: once the server has seen it go, a new connection is answered.
+      clients[0]!.socket.end();
+      await waitUntil(async () => {
+        const next = await rawClient(monitor.port);
+        clients.push(next);
+        next.socket.write(`GET /nothing-here HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+        return (await next.closedByServer()).includes('not found');
+      }, 'a connection is served again');
+    } finally {
+      for (const client of clients) client.socket.destroy();
       await monitor.close();
     }
   });

@@ -265,6 +265,69 @@ describe('EventLoop.connectAcceptedSocket', () => {
     }
   });
 
+  it('reads a socket a pauseOnConnect server accepted, or one paused by hand, plain and as the TLS server (asyncio reads any socket it is given)', async () => {
+    const accepted: Socket[] = [];
+    const server: NetServer = netCreateServer({ pauseOnConnect: true }, (socket) => accepted.push(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const seen = await run(
+        (function* () {
+          const loop = getRunningLoop();
+          class Echo extends Recorder {
+            transport: Transport | null = null;
+            override connectionMade(transport: Transport): void {
+              super.connectionMade(transport);
+              this.transport = transport;
+            }
+
+            override dataReceived(data: Uint8Array): void {
+              super.dataReceived(data);
+              this.transport?.write(data);
+            }
+          }
+          const answers: string[] = [];
+          const reading: boolean[] = [];
+          const protocols: Echo[] = [];
+          const clients = [
+            ['plain', () => netConnect(port, '127.0.0.1')],
+            ['tls', () => tlsConnect({ port, host: '127.0.0.1', ca: cert, servername: 'localhost' })],
+            ['paused', () => netConnect(port, '127.0.0.1')],
+          ] as const;
+          for (const [index, [name, connect]] of clients.entries()) {
+            const client = connect();
+            client.on('error', () => undefined);
+            client.on('data', (data) => answers.push(`${name} ${data.toString()}`));
+            // Sent before the socket is adopted: it waits in the kernel until the transport reads.
+            if (name !== 'tls') client.write(`early-${name}`);
+            yield* until(() => accepted.length === index + 1);
+            const socket = accepted[index] as Socket;
+            if (name === 'paused') socket.resume().pause();
+            const [transport, protocol] = yield* loop.connectAcceptedSocket(() => new Echo(), socket, name === 'tls' ? { ssl: { key, cert } } : {});
+            protocols.push(protocol);
+            reading.push(transport.isReading());
+            if (name === 'tls') client.write('early-tls');
+            yield* until(() => answers.length === index + 1);
+            client.end();
+          }
+          yield* until(() => protocols.every((protocol) => protocol.lost.length === 1));
+          return { answers, reading, calls: protocols.map((protocol) => protocol.calls) };
+        })(),
+      );
+      expect(seen).toEqual({
+        answers: ['plain early-plain', 'tls early-tls', 'paused early-paused'],
+        reading: [true, true, true],
+        calls: [
+          ['made', 'data:early-plain', 'lost'],
+          ['made', 'data:early-tls', 'lost'],
+          ['made', 'data:early-paused', 'lost'],
+        ],
+      });
+    } finally {
+      server.close();
+    }
+  });
+
   it('checks its arguments as asyncio does', async () => {
     const udp = dgram.createSocket('udp4');
     try {

@@ -224,6 +224,10 @@ describe('loop.subprocessExec', () => {
           () => loop.subprocessExec(() => new Recorder(), 'echo', 'a', 7 as unknown as string),
           () => loop.subprocessExec(() => new Recorder(), 'echo', { stdout: 5.5 }),
           () => loop.subprocessExec(null as unknown as () => Recorder, 'echo'),
+          // The arguments as one array, where the options go: an argument, not options (it ran echo without them).
+          () => loop.subprocessExec(() => new Recorder(), 'echo', ['-n', 'x'] as never),
+          () => loop.subprocessExec(() => new Recorder(), 'echo', 'a', new Uint8Array([1]) as never),
+          () => loop.subprocessShell(() => new Recorder(), 'echo', ['x'] as never),
         ];
         for (const attempt of attempts) {
           try {
@@ -241,6 +245,9 @@ describe('loop.subprocessExec', () => {
       'TypeError: subprocessExec() args[1] must be a string, got 7',
       'RangeError: stdout must be PIPE, DEVNULL, a file descriptor or null, got 5.5',
       'TypeError: subprocessExec() needs a protocol factory (a function returning a protocol), got null',
+      "TypeError: subprocessExec() args[0] must be a string, got an array [ '-n', 'x' ]: give the arguments one by one after the program, subprocessExec(factory, program, ...args)",
+      'TypeError: subprocessExec() args[1] must be a string, got Uint8Array(1) [ 1 ]',
+      "TypeError: subprocessShell() options must be an object, got [ 'x' ]",
     ]);
   });
 

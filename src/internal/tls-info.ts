@@ -1,9 +1,10 @@
 /**
  * What a TLS transport's `getExtraInfo('cipher')` and `getExtraInfo('peercert')` return, in
  * asyncio's shapes (ssl.SSLSocket's `cipher()` and `getpeercert()`), made from Node's
- * `getCipher()` and `getPeerCertificate()`.
+ * `getCipher()` and `getPeerCertificate()` (and the certificate's DER for what Node leaves out).
  */
 import type { DetailedPeerCertificate, PeerCertificate, TLSSocket } from 'node:tls';
+import { crlDistributionPoints } from './der.js';
 
 /** asyncio's `cipher` extra: (name, protocol version, secret bits). */
 export type CipherInfo = [name: string, version: string, secretBits: number | null];
@@ -22,6 +23,7 @@ export interface PeerCertInfo {
   subjectAltName?: Array<[kind: string, value: string]>;
   OCSP?: string[];
   caIssuers?: string[];
+  crlDistributionPoints?: string[];
 }
 
 /** OpenSSL's long names of the attributes Node gives by their short names (what getpeercert() prints). */
@@ -81,6 +83,8 @@ export function peerCertInfo(socket: TLSSocket): PeerCertInfo | null {
   const access = peer.infoAccess as Record<string, string[]> | undefined;
   if (access?.['OCSP - URI'] !== undefined) info.OCSP = [...access['OCSP - URI']];
   if (access?.['CA Issuers - URI'] !== undefined) info.caIssuers = [...access['CA Issuers - URI']];
+  const crl = crlDistributionPoints(peer.raw);
+  if (crl !== null) info.crlDistributionPoints = crl;
   return info;
 }
 

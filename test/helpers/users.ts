@@ -4,7 +4,13 @@
  * (CI=true) that skip is a failure.
  */
 import { spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { it } from 'vitest';
+
+/** The repository's root. */
+const ROOT_DIR = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The user the tests make: a system account without a home or a login shell. */
 export const PROBE_USER = 'multiloop-probe';
@@ -53,4 +59,63 @@ export function otherUser(what: string): OtherUser | null {
     });
   }
   return null;
+}
+
+/** A copy of the built package and of some fixtures that every user can read. */
+export interface ReadableCopy {
+  /** The copy of `test/fixtures/<name>`. */
+  fixture(name: string): string;
+  /** The copy of the `multiloop` command (dist/bin/multiloop.js). */
+  readonly cli: string;
+  /** Remove the copy. */
+  remove(): void;
+}
+
+/** Give every user read access (and search access to directories) under `path`, whatever the umask made it. */
+function openToAll(path: string): void {
+  const stat = lstatSync(path);
+  if (stat.isSymbolicLink()) return;
+  if (stat.isDirectory()) {
+    chmodSync(path, 0o755);
+    for (const entry of readdirSync(path)) openToAll(join(path, entry));
+  } else chmodSync(path, (stat.mode & 0o100) !== 0 ? 0o755 : 0o644);
+}
+
+/**
+ * Copy the built package (as `node_modules/multiloop`, with the dependencies it loads at once)
+ * and `fixtures` (names in test/fixtures) to a fresh directory in /tmp that every user can read: the second user runs them there, wherever the clone lives
+ * (a home directory of mode 700 keeps it out of the clone itself).
+ *
+ * @example
+ * ```ts
+ * const copy = readableCopy(['ps-target.mjs', 'ps-chain.mjs']);
+ * spawn(process.execPath, [copy.fixture('ps-target.mjs')], { uid: other.uid, gid: other.gid });
+ * ```
+ */
+export function readableCopy(fixtures: readonly string[]): ReadableCopy {
+  // /tmp, as the scratch directories of these tests: a TMPDIR of the user's own may be private too.
+  const root = mkdtempSync('/tmp/multiloop-readable-');
+  const modules = join(root, 'node_modules');
+  const own = join(modules, 'multiloop');
+  cpSync(join(ROOT_DIR, 'package.json'), join(own, 'package.json'));
+  for (const part of ['dist/src', 'dist/workers', 'dist/bin']) cpSync(join(ROOT_DIR, part), join(own, part), { recursive: true });
+  // The dependencies dist/ imports statically (the others load when used), with theirs.
+  const pending = ['piscina', 'comlink'];
+  const copied = new Set<string>();
+  while (pending.length > 0) {
+    const name = pending.pop() as string;
+    const from = join(ROOT_DIR, 'node_modules', name);
+    if (copied.has(name) || !existsSync(from)) continue;
+    copied.add(name);
+    cpSync(from, join(modules, name), { recursive: true, dereference: true });
+    const manifest = JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')) as { dependencies?: object; optionalDependencies?: object };
+    pending.push(...Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies }));
+  }
+  for (const name of fixtures) cpSync(join(ROOT_DIR, 'test/fixtures', name), join(root, 'fixtures', name));
+  openToAll(root);
+  return {
+    fixture: (name) => join(root, 'fixtures', name),
+    cli: join(own, 'dist/bin/multiloop.js'),
+    remove: () => rmSync(root, { recursive: true, force: true }),
+  };
 }

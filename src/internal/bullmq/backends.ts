@@ -7,6 +7,7 @@ import type { JobsOptions, Processor, Worker } from 'bullmq';
 import { repr } from '../format.js';
 import type { QueuePort, RunnerChannel } from './channels.js';
 import { postgresBackend } from './postgres.js';
+import { credentialsCutShort, redactConnection } from './redact.js';
 import { redisBackend } from './redis.js';
 
 /** BullMQ, as `import('bullmq')` gives it. */
@@ -58,8 +59,12 @@ export function resolveBackend(connection: unknown, caller: string, migrate: boo
       url = new URL(connection);
     } catch {
       // Said without what may be credentials: messages end up in logs.
-      const shown = connection.replace(/\/\/[^/]*@/, '//***@');
-      throw new TypeError(`${caller}: options.connection must be ${CONNECTIONS}, got ${repr(shown)}`);
+      throw new TypeError(`${caller}: options.connection must be ${CONNECTIONS}, got ${repr(redactConnection(connection))}`);
+    }
+    if (credentialsCutShort(url)) {
+      throw new TypeError(
+        `${caller}: options.connection has an '@' after its host: a '/', '?' or '#' in its user name or password must be percent-encoded (encodeURIComponent), got ${repr(redactConnection(connection))}`,
+      );
     }
     if (url.protocol === 'redis:' || url.protocol === 'rediss:') return redisBackend(url, caller);
     if (url.protocol === 'postgres:' || url.protocol === 'postgresql:') return postgresBackend(connection, url, null, caller, migrate);

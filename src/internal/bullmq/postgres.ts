@@ -20,6 +20,7 @@ import type { Client, ClientConfig, Notification, Pool, PoolConfig } from 'pg';
 import type { JobsOptions, PostgresQueueBackend, Processor, Queue, Worker } from 'bullmq';
 import { repr } from '../format.js';
 import type { Backend, BullMQModule, WorkerSettings } from './backends.js';
+import { credentialsCutShort, redactConnection } from './redact.js';
 import { queueCalls, type CallMarks, type CallerChannel, type ChannelEvents, type OutcomeSink, type QueuePort, type RunnerChannel } from './channels.js';
 import { KEY_TTL_SECONDS } from './wire.js';
 
@@ -72,15 +73,27 @@ export function postgresBackend(text: string | null, url: URL | null, config: un
   }
   const { schema = DEFAULT_SCHEMA, ...pool } = config as PoolConfig & { schema?: unknown };
   quoteSchema(schema, caller);
+  // Not shown: what comes before the '@' is likely a password (a socket directory may hold one).
+  if (typeof pool.host === 'string' && pool.host.includes('@') && !pool.host.startsWith('/')) {
+    throw new TypeError(`${caller}: options.connection.postgres.host must be a host name, an address or a socket directory, without credentials (give them as user and password), got one with '@'`);
+  }
   let host = typeof pool.host === 'string' && pool.host !== '' ? pool.host : 'localhost';
   let port = typeof pool.port === 'number' ? pool.port : 5432;
-  if (typeof pool.connectionString === 'string' && pool.host === undefined) {
+  if (typeof pool.connectionString === 'string') {
+    let parsed: URL | null = null;
     try {
-      const parsed = new URL(pool.connectionString);
-      host = parsed.hostname.replace(/^\[(.*)\]$/, '$1') || host;
-      if (parsed.port !== '' && pool.port === undefined) port = Number(parsed.port);
+      parsed = new URL(pool.connectionString);
     } catch {
       // node-postgres reads forms a URL does not (a socket directory): the defaults name it.
+    }
+    if (parsed !== null && credentialsCutShort(parsed)) {
+      throw new TypeError(
+        `${caller}: options.connection.postgres.connectionString has an '@' after its host: a '/', '?' or '#' in its user name or password must be percent-encoded (encodeURIComponent), got ${repr(redactConnection(pool.connectionString))}`,
+      );
+    }
+    if (parsed !== null && pool.host === undefined) {
+      host = parsed.hostname.replace(/^\[(.*)\]$/, '$1') || host;
+      if (parsed.port !== '' && pool.port === undefined) port = Number(parsed.port);
     }
   }
   return new PostgresBackend(pool, schema as string, `${host}:${port}`, migrate);

@@ -71,6 +71,8 @@ export function redisBackend(connection: URL | object, caller: string): Backend 
   }
   const { host = '127.0.0.1', port = 6379, username, password, db = 0, tls } = connection as Exclude<RedisConnection, string>;
   if (typeof host !== 'string' || host === '') throw new TypeError(`${caller}: options.connection.host must be a non-empty string, got ${repr(host)}`);
+  // Not shown: what comes before the '@' is likely a password, and the host is in messages and logs.
+  if (host.includes('@')) throw new TypeError(`${caller}: options.connection.host must be a host name or address, without credentials (give them as username and password), got one with '@'`);
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
     throw new RangeError(`${caller}: options.connection.port must be an integer from 1 to 65535, got ${repr(port)}`);
   }

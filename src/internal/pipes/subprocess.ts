@@ -129,7 +129,7 @@ export class SubprocessTransport implements LoopResource {
 
   /** @internal Made by `loop.subprocessExec` / `subprocessShell`: starts `program` at once. */
   constructor(loop: EventLoop, protocol: SubprocessProtocol, program: string, args: string[], options: SubprocessTransportOptions, what: string) {
-    if (options === null || typeof options !== 'object') throw new TypeError(`${what} options must be an object, got ${repr(options)}`);
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new TypeError(`${what} options must be an object, got ${repr(options)}`);
     const stdin = stdioOf(options.stdin, 'stdin', false);
     const stdout = stdioOf(options.stdout, 'stdout', false);
     let stderr = stdioOf(options.stderr, 'stderr', true);
