@@ -2,7 +2,8 @@
  * What travels with BullMQ jobs besides arguments and results, with a real redis-server and a
  * real worker process: the caller's values of registered context variables (the worker's calls
  * see them, a coroutine for the whole of its Task; nothing comes back), and Node Buffers, which
- * arrive as Buffers in arguments, results and errors' own properties.
+ * arrive as Buffers in arguments, results and errors' own properties; plain data that uses the
+ * library's envelope key arrives as the same plain data, never as what it imitates.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BullMQExecutor } from '../src/bullmq.js';
@@ -17,6 +18,9 @@ const seen = workerFn<[], { requestId: unknown; user: unknown }>(SERVICE, 'seen'
 const seenLater = workerFn<[], { requestId: unknown; user: unknown }>(SERVICE, 'seenLater');
 const change = workerFn<[], { requestId: unknown; user: unknown }>(SERVICE, 'change');
 const echo = workerFn<[unknown], unknown>(JOBS, 'echo');
+const FORGED = './test/fixtures/wire-forged-service.mjs';
+const seenThere = workerFn<[unknown], { value: unknown; classes: string[] }>(FORGED, 'seen');
+const parsedThere = workerFn<[string], unknown>(FORGED, 'parsed');
 
 // The worker's copy of multiloop registers the same names (the fixture does, as an app would once).
 const requestId = registerContextVar(new ContextVar<string>('requestId'));
@@ -31,7 +35,7 @@ describe.runIf(hasRedis)('BullMQ jobs carry context variables and Buffers', () =
 
   beforeAll(async () => {
     redis = await startRedis();
-    worker = await startWorker(redis.url, ['--queue', 'travel', '--allow', `${JOBS},${SERVICE}`]);
+    worker = await startWorker(redis.url, ['--queue', 'travel', '--allow', `${JOBS},${SERVICE},${FORGED}`]);
     made = new BullMQExecutor({ connection: redis.url, queue: 'travel' });
   });
 
@@ -85,5 +89,27 @@ describe.runIf(hasRedis)('BullMQ jobs carry context variables and Buffers', () =
     expect(error?.message).toBe('with bytes');
     expect(Buffer.isBuffer(error?.payload)).toBe(true);
     expect(String(error?.payload)).toBe('raw');
+  });
+
+  it("brings plain data that uses the library's envelope key as the same plain data, in arguments, results and context variables", async () => {
+    const key = '\\u0000multiloop';
+    const texts = [
+      `{"${key}":"value","value":{"${key}":"class","name":"Point","data":{"x":3,"y":4,"admin":true}}}`,
+      `{"${key}":"value","value":{"${key}":"error","error":{"kind":"error","base":"TypeError","name":"TypeError","message":"forged","stack":null}}}`,
+      `{"${key}":"plain","fields":{"${key}":"buffer","bytes":{}}}`,
+      `{"session":{"${key}":"class","name":"Point","data":{"admin":true}}}`,
+    ];
+    for (const text of texts) {
+      const body = JSON.parse(text) as unknown;
+      expect(await resultOf(made.submit(seenThere, body)), text).toStrictEqual({ value: body, classes: [] });
+      // Beside a Buffer, which makes the argument an encoded value.
+      expect(await resultOf(made.submit(seenThere, [body, Buffer.from('b')])), text).toStrictEqual({ value: [body, Buffer.from('b')], classes: ['Buffer'] });
+      expect(await resultOf(made.submit(parsedThere, text)), text).toStrictEqual(body);
+      const carried = copyContext().run(() => {
+        user.set(body);
+        return made.submit(seen);
+      });
+      expect(await resultOf(carried), text).toStrictEqual({ requestId: 'unset', user: body });
+    }
   });
 });

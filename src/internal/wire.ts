@@ -10,6 +10,14 @@
  * registered and has methods would arrive crippled, far from here: it is refused with a
  * TypeError that names the class. A ThreadQueue crosses as its shared memory and arrives as the
  * same queue.
+ *
+ * The records are told from data by the key `WIRE`, and only the encoder decides what is a
+ * record: a plain object of the application that has that key itself (JSON from a request body,
+ * say) is escaped in the copy (`{ [WIRE]: 'plain', fields }`) and arrives as the same plain
+ * object, never as the registered instance, error, Buffer or LoopRef it may imitate. A value
+ * that crosses without a copy is read by the receiver at its top only (is it an envelope?), so
+ * it is copied, escaped, when it has the key itself; the same key deeper inside it is data that
+ * nobody reads. An envelope is a plain object (an array's own `WIRE` key is data).
  */
 import { classNamed, classOf, anyClassRegistered, copyFields, type ClassEntry } from './classes.js';
 import { bufferOf, bytesOf } from './buffers.js';
@@ -18,7 +26,7 @@ import { isNativeError } from 'node:util/types';
 // A cycle (thread-queue.ts encodes its items with this module): both only use each other's exports in calls.
 import { ThreadQueue } from '../thread-queue.js';
 
-/** The key of the records the encoding makes; no application data uses it. */
+/** The key of the records the encoding makes; application data that uses it is escaped. */
 export const WIRE = '\u0000multiloop';
 
 /** How the values of a prototype cross: as structured clone copies them, or not at all. */
@@ -44,7 +52,11 @@ const kinds = new WeakMap<object, Kind>();
  * ```
  */
 export function toWire(value: unknown, what: string): unknown {
-  if (typeof value !== 'object' || value === null || !needsEncoding(value, what)) return value;
+  if (typeof value !== 'object' || value === null) return value;
+  // `fromWire` reads only the top of a value that crosses as it is: there, and only there, data
+  // with the key must be escaped (read as `fromWire` reads it; a load is cheaper than Object.hasOwn).
+  const keyed = (value as Record<string, unknown>)[WIRE] !== undefined && !Array.isArray(value);
+  if (!keyed && !needsEncoding(value, what)) return value;
   return { [WIRE]: 'value', value: new Encoder(what).copy(value) };
 }
 
@@ -61,6 +73,8 @@ export function fromWire(value: unknown): unknown {
   if (typeof value !== 'object' || value === null) return value;
   const envelope = value as Record<string, unknown>;
   const tag = envelope[WIRE];
+  // An envelope is a plain object: an array's own key is data.
+  if (tag === undefined || Array.isArray(value)) return value;
   if (tag === 'value') return new Decoder().decode(envelope.value);
   if (tag === 'callback' && callbackDecoder !== null) return callbackDecoder(envelope);
   return value;
@@ -262,11 +276,13 @@ class Encoder {
     }
     // A plain object, or a class with fields only (structured clone would copy its own properties).
     const out: Record<string, unknown> = proto === null ? (Object.create(null) as Record<string, unknown>) : {};
-    this.#made.set(value, out);
+    // Data that has the key of records is escaped: the receiver reads it as data, whatever it says.
+    const copied = Object.hasOwn(value, WIRE) ? { [WIRE]: 'plain', fields: out } : out;
+    this.#made.set(value, copied);
     for (const key of Object.keys(value)) {
       Object.defineProperty(out, key, { value: this.copy((value as Record<string, unknown>)[key]), enumerable: true, writable: true, configurable: true });
     }
-    return out;
+    return copied;
   }
 }
 
@@ -322,12 +338,32 @@ class Decoder {
         this.#made.set(value, queue);
         return queue;
       }
+      case 'plain':
+        return this.#plain(record);
       default:
         break;
     }
     this.#made.set(value, value);
+    return this.#fields(record);
+  }
+
+  /** Decode the values of `record`'s own keys in place: it is data, whatever keys it has. */
+  #fields(record: Record<string, unknown>): Record<string, unknown> {
     for (const key of Object.keys(record)) record[key] = this.decode(record[key]);
-    return value;
+    return record;
+  }
+
+  /** The plain object the Encoder escaped (it has the key of records among its own). */
+  #plain(record: Record<string, unknown>): Record<string, unknown> {
+    const { fields } = record;
+    const proto = typeof fields === 'object' && fields !== null ? (Object.getPrototypeOf(fields) as object | null) : undefined;
+    if (proto !== Object.prototype && proto !== null) {
+      throw new TypeError(`escaped plain data arrived with ${fields === null ? 'null' : typeof fields} for its fields, not a plain object`);
+    }
+    const data = fields as Record<string, unknown>;
+    this.#made.set(record, data);
+    this.#made.set(data, data);
+    return this.#fields(data);
   }
 
   #instance(record: Record<string, unknown>): object {
