@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { _compilerFor, _findCompiler } from '../src/internal/ts-compilers.js';
 import { _isTypeScriptUrl, _markCompileUrl, _unmarkCompileUrl, load, resolve } from '../src/internal/ts-hooks.js';
-import { threadExecArgv, typeScriptSibling } from '../src/internal/ts-loader.js';
+import { typeScriptSibling } from '../src/internal/ts-loader.js';
 import { LoopThread, PiscinaExecutor, newEventLoop, setEventLoop, workerFn } from '../src/index.js';
 
 const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).href;
@@ -356,25 +356,6 @@ describe('marked URLs', () => {
   });
 });
 
-describe('threadExecArgv', () => {
-  it("drops tsx's flags, in every spelling, and keeps the others", () => {
-    const execArgv = [
-      '--require',
-      '/app/node_modules/tsx/dist/preflight.cjs',
-      '--import',
-      'file:///app/node_modules/tsx/dist/loader.mjs',
-      '--enable-source-maps',
-      '--import=tsx',
-      '--import',
-      './otel.js',
-      '-r',
-      'tsx/cjs',
-      '--loader=tsx/esm',
-      '--require=./setup.cjs',
-    ];
-    expect(threadExecArgv(execArgv)).toEqual(['--enable-source-maps', '--import', './otel.js', '--require=./setup.cjs']);
-  });
-});
 
 describe('typeScriptSibling', () => {
   it('finds the .ts, .mts or .cts beside a .js, .mjs or .cjs URL that does not exist', () => {

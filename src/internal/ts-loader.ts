@@ -8,8 +8,8 @@
  * thread that loaded a compiler of its own (tsx, esbuild's service, the `typescript` package) paid
  * seconds and tens of MiB for it. The starter already runs a loader, or loads a compiler once for
  * all its threads; the thread pays for a hooks thread and one message per TypeScript file. For the
- * same reason threads are started without tsx's flags (`threadExecArgv`): tsx in a thread costs
- * more than the thread, and compiles nothing there on Node 20.
+ * same reason threads are started without tsx's flags (threads/exec-argv.ts): tsx in a thread
+ * costs more than the thread, and compiles nothing there on Node 20.
  *
  * Decided before importing, never by retrying after ERR_UNKNOWN_FILE_EXTENSION: Node 20 keeps a
  * failed module in its module map, and a second `import()` of the same URL fails again even
@@ -42,9 +42,6 @@ export interface TypeScriptPortMessage {
   readonly [TYPESCRIPT_PORT]: true;
   readonly port: MessagePort;
 }
-
-/** The options of Node's that load a module before the program: their value may name tsx. */
-const PRELOAD_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
 
 /** Node's own `import()` (see native-import.cts), loaded the first time this thread compiles for another. */
 let nativeImport: ((url: string) => Promise<unknown>) | null = null;
@@ -175,38 +172,6 @@ function fileVersion(url: string): string {
   } catch {
     return 'missing';
   }
-}
-
-/**
- * `execArgv` without tsx's flags (`--import tsx`, `--require …/tsx/dist/preflight.cjs`, …): the
- * default `execArgv` of the threads multiloop starts. Their TypeScript is compiled by their
- * starter (see the module comment); tsx in each thread would cost more than the thread.
- *
- * @internal
- * @example
- * ```ts
- * new Worker(entry, { execArgv: threadExecArgv() });
- * ```
- */
-export function threadExecArgv(execArgv: readonly string[] = process.execArgv): string[] {
-  const kept: string[] = [];
-  for (let i = 0; i < execArgv.length; i++) {
-    const arg = execArgv[i] as string;
-    if (PRELOAD_FLAGS.has(arg) && i + 1 < execArgv.length) {
-      const value = execArgv[i + 1] as string;
-      if (!namesTsx(value)) kept.push(arg, value);
-      i++;
-      continue;
-    }
-    const equals = arg.indexOf('=');
-    if (equals !== -1 && PRELOAD_FLAGS.has(arg.slice(0, equals)) && namesTsx(arg.slice(equals + 1))) continue;
-    kept.push(arg);
-  }
-  return kept;
-}
-
-function namesTsx(specifier: string): boolean {
-  return specifier === 'tsx' || specifier.startsWith('tsx/') || /[\\/]tsx[\\/]dist[\\/]/.test(specifier);
 }
 
 /**
