@@ -16,10 +16,18 @@
  * after new hooks are registered.
  */
 import { existsSync, statSync } from 'node:fs';
-import { createRequire, register } from 'node:module';
+import * as nodeModule from 'node:module';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { _isTypeScriptUrl, _markCompileUrl, type CompileReply, type CompileRequest, type CompiledModule } from './ts-hooks.js';
+import { _compileThrough, _loadInThread, _resolveInThread } from './ts-hooks-in-thread.js';
+
+/** node:module's hook registrations, each where the running Node has it. */
+const { register, registerHooks: registerInThread } = nodeModule as {
+  register?: (specifier: string | URL, options?: { data?: unknown; transferList?: unknown[] }) => void;
+  registerHooks?: (hooks: { resolve?: typeof _resolveInThread; load?: typeof _loadInThread }) => unknown;
+};
 
 /** The built hooks: the hooks thread runs plain JavaScript, also when this file runs from source. */
 const HOOKS_URL = new URL(
@@ -74,19 +82,29 @@ export function _compiledByStarter(port: MessagePort): void {
   starter = port;
 }
 
-/** Register ts-hooks.ts in this thread, once, with a port to the starter when it compiles for us. */
+/**
+ * Register the TypeScript hooks in this thread, once, with a port to the starter when it compiles
+ * for us: in-thread where Node has `registerHooks` (22.15+), else ts-hooks.ts in a hooks thread.
+ */
 function registerHooks(): void {
   if (registered) return;
   registered = true;
-  // Node 20.0-20.5 has no register(): a TypeScript import then fails with Node's own error.
-  if (typeof register !== 'function') return;
-  if (starter === null) {
-    register(HOOKS_URL);
-  } else {
+  let port: MessagePort | null = null;
+  if (starter !== null) {
     const { port1, port2 } = new MessageChannel();
     const message: TypeScriptPortMessage = { [TYPESCRIPT_PORT]: true, port: port1 };
     starter.postMessage(message, [port1]);
-    register(HOOKS_URL, { data: { parent: port2 }, transferList: [port2] });
+    port = port2;
+  }
+  if (typeof registerInThread === 'function') {
+    if (port !== null) _compileThrough(port);
+    registerInThread({ resolve: _resolveInThread, load: _loadInThread });
+  } else if (typeof register === 'function') {
+    register(HOOKS_URL, port === null ? undefined : { data: { parent: port }, transferList: [port] });
+  } else {
+    // Node 20.0-20.5 has neither: a TypeScript import then fails with Node's own error.
+    port?.close();
+    return;
   }
   // Per thread: only this thread's errors pay for the source map lookups.
   if (!process.sourceMapsEnabled) process.setSourceMapsEnabled(true);
@@ -142,16 +160,27 @@ export function serveTypeScript(port: MessagePort): void {
     compileForThread(request.url).then(
       (compiled) => {
         const reply: CompileReply = { id: request.id, compiled };
-        port.postMessage(reply);
+        answer(port, request, reply);
       },
-      (error: unknown) => {
+      (failure: unknown) => {
+        // Explained here: the stack that says where does not travel.
+        const error = _explainTypeScriptError(failure);
         const { name, message, code } = (error ?? {}) as { name?: unknown; message?: unknown; code?: unknown };
         const reply: CompileReply = { id: request.id, error: { name: String(name ?? 'Error'), message: String(message ?? error), code } };
-        port.postMessage(reply);
+        answer(port, request, reply);
       },
     );
   });
   port.unref();
+}
+
+/** Post `reply`, then wake the asker if it waits blocked (in-thread hooks cannot wait for a message). */
+function answer(port: MessagePort, request: CompileRequest, reply: CompileReply): void {
+  port.postMessage(reply);
+  if (request.woken instanceof Int32Array) {
+    Atomics.store(request.woken, 0, 1);
+    Atomics.notify(request.woken, 0);
+  }
 }
 
 /** The JavaScript of the TypeScript file at `url`, from this thread's hooks (see ts-hooks.ts). */
@@ -210,5 +239,66 @@ export function typeScriptSibling(moduleUrl: string): string {
 export async function importUserModule(moduleUrl: string): Promise<Record<string, unknown>> {
   const url = typeScriptSibling(moduleUrl);
   await ensureTypeScriptSupport(url);
-  return (await import(url)) as Record<string, unknown>;
+  try {
+    return (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    throw _explainTypeScriptError(error);
+  }
+}
+
+/**
+ * `path:line:column` of the spot a SyntaxError's stack shows at its top, as Node puts it:
+ * `path:line` (or a file: URL), then the source around it, with a line of carets under the spot
+ * or, for a span of several lines, its lines marked `  > `; null when the stack does not start so.
+ */
+function whereInSource(stack: string): string | null {
+  const lines = stack.split('\n');
+  const head = /^(.+):(\d+)$/.exec(lines[0] as string);
+  if (head === null) return null;
+  let path = head[1] as string;
+  if (path.startsWith('file:')) {
+    try {
+      path = fileURLToPath(path);
+    } catch {
+      return null;
+    }
+  }
+  let column = 1;
+  for (const line of lines.slice(1)) {
+    if (line === '') break;
+    const caret = /^([ \t]*)\^/.exec(line) ?? /^ {2}> ([ \t]*)\S/.exec(line);
+    if (caret !== null) {
+      column = (caret[1] as string).length + 1;
+      break;
+    }
+  }
+  return `${path}:${head[2]}:${column}`;
+}
+
+/**
+ * A SyntaxError of Node's type stripping (ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX,
+ * ERR_INVALID_TYPESCRIPT_SYNTAX) as `path:line:column - error: ...`, the form of the compilers'
+ * errors, read from the source line Node puts at the top of its stack; a construct the
+ * stripping cannot run (an enum, a namespace, `export =`, a parameter property) also says what
+ * runs it. Any other error as it is.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * throw _explainTypeScriptError(error); // '/app/svc.ts:3:8 - error: TypeScript enum is not supported in strip-only mode. ...'
+ * ```
+ */
+export function _explainTypeScriptError(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX' && code !== 'ERR_INVALID_TYPESCRIPT_SYNTAX') return error;
+  const { message, stack } = error as Error;
+  const at = whereInSource(String(stack));
+  // Explained already, in the thread that compiled it (a rebuilt error has no source lines).
+  if (at === null && String(message).includes('tsx')) return error;
+  const where = at === null ? '' : `${at} - error: `;
+  const why =
+    code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX'
+      ? ". Node's type stripping runs only TypeScript that erases to JavaScript: run the app under tsx (`npx tsx app.ts`), which runs it, or build it with tsc"
+      : '';
+  return Object.assign(new SyntaxError(`${where}${message}${why}`, { cause: error }), { code });
 }
