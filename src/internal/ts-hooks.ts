@@ -1,6 +1,7 @@
 /**
  * Module customization hooks that let a thread import TypeScript files (.ts, .mts, .cts): registered
- * with `register()` of node:module by ts-loader.ts, they run in the thread's hooks thread.
+ * with `register()` of node:module by ts-loader.ts where Node has no `registerHooks` (before
+ * 22.15), they run in the thread's hooks thread; ts-hooks-in-thread.ts is their in-thread twin.
  *
  * Where a TypeScript file's JavaScript comes from, in order:
  * 1. the thread that started this one, when it said it compiles for us (a LoopThread's or a

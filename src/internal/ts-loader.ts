@@ -7,9 +7,11 @@
  * registers its hooks in the main thread only (from Node 22.22/24.11 on, in every thread); a
  * thread that loaded a compiler of its own (tsx, esbuild's service, the `typescript` package) paid
  * seconds and tens of MiB for it. The starter already runs a loader, or loads a compiler once for
- * all its threads; the thread pays for a hooks thread and one message per TypeScript file. For the
- * same reason threads are started without tsx's flags (threads/exec-argv.ts): tsx in a thread
- * costs more than the thread, and compiles nothing there on Node 20.
+ * all its threads; the thread pays for one message per TypeScript file, and, where Node lacks
+ * `module.registerHooks` (before 22.15), for a hooks thread (ts-hooks.ts; from 22.15 the hooks run
+ * in the thread: ts-hooks-in-thread.ts). For the same reason threads are started without tsx's
+ * flags (threads/exec-argv.ts): tsx in a thread costs more than the thread, and compiles nothing
+ * there on Node 20.
  *
  * Decided before importing, never by retrying after ERR_UNKNOWN_FILE_EXTENSION: Node 20 keeps a
  * failed module in its module map, and a second `import()` of the same URL fails again even
