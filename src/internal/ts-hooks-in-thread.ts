@@ -61,6 +61,10 @@ export function _compileThrough(port: MessagePort): void {
  * `resolve` does, in-thread.
  *
  * @internal
+ * @example
+ * ```ts
+ * registerHooks({ resolve: _resolveInThread, load: _loadInThread }); // in ts-loader.ts
+ * ```
  */
 export function _resolveInThread(specifier: string, context: { parentURL?: string | undefined }, nextResolve: NextResolve): SyncResolved {
   try {
@@ -77,6 +81,10 @@ export function _resolveInThread(specifier: string, context: { parentURL?: strin
  * file's JavaScript for another thread.
  *
  * @internal
+ * @example
+ * ```ts
+ * registerHooks({ resolve: _resolveInThread, load: _loadInThread }); // in ts-loader.ts
+ * ```
  */
 export function _loadInThread(url: string, context: object, nextLoad: NextLoad): SyncLoaded {
   const marked = _unmarkCompileUrl(url);

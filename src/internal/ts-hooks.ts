@@ -69,6 +69,10 @@ const pending = new Map<number, { resolve: (compiled: CompiledModule) => void; r
  * CommonJS); null for any other URL.
  *
  * @internal
+ * @example
+ * ```ts
+ * _outputOf('file:///app/legacy.cts'); // 'commonjs'
+ * ```
  */
 export function _outputOf(url: string): TypeScriptOutput | null {
   return outputOf(url);
