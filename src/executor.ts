@@ -50,7 +50,8 @@ import {
   type Outcome,
   type ResultsPortMessage,
 } from './internal/pool-job.js';
-import { isTypeScriptPortMessage, serveTypeScript, threadExecArgv } from './internal/ts-loader.js';
+import { isTypeScriptPortMessage, serveTypeScript } from './internal/ts-loader.js';
+import { threadExecArgv } from './internal/threads/exec-argv.js';
 import { describeUncloneable, findUncloneable, nestedDeeperThan } from './internal/uncloneable.js';
 import { fromWire, toWire } from './internal/wire.js';
 import { logger } from './log.js';

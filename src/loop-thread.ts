@@ -14,7 +14,8 @@ import type { Future } from './futures.js';
 import { ConcurrentFuture } from './concurrent.js';
 import { decodeError, encodeError } from './internal/errors.js';
 import { DEFAULT_MAX_CALLS_IN_FLIGHT, Link, checkMaxCallsInFlight, type CallTarget } from './internal/link.js';
-import { _compiledByStarter, importUserModule, isTypeScriptPortMessage, serveTypeScript, threadExecArgv } from './internal/ts-loader.js';
+import { _compiledByStarter, importUserModule, isTypeScriptPortMessage, serveTypeScript } from './internal/ts-loader.js';
+import { threadExecArgv } from './internal/threads/exec-argv.js';
 import type { FromWorker, LinkPorts, LoopThreadData, ToWorker } from './internal/messages.js';
 import { _getRunningLoop } from './internal/running.js';
 import { allTasks, currentTask } from './task.js';
@@ -136,7 +137,9 @@ export interface LoopThreadOptions {
   /**
    * Node options of the worker (default: the parent's `process.execArgv` without tsx's flags: the
    * thread's TypeScript modules are compiled by the thread that starts it, by the loader it runs
-   * under, and tsx in each thread would cost more than the thread).
+   * under, and tsx in each thread would cost more than the thread; and without the V8 options
+   * (`--max-old-space-size`, `--expose-gc`, ...) and process-wide options a worker refuses: they are
+   * in force in every thread already; a thread's own heap is set with `resourceLimits`).
    */
   execArgv?: string[];
   /** The worker's `process.env` (default: a copy of the parent's). */

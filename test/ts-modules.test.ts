@@ -2,6 +2,7 @@
  * TypeScript user modules in worker threads (issue 4): the workers run the built
  * dist/src/internal/ts-loader.js, so run `npx tsc -p tsconfig.json` first.
  */
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import type { LoadHookContext, ResolveHookContext } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -11,11 +12,16 @@ import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { _compilerFor, _findCompiler } from '../src/internal/ts-compilers.js';
 import { _isTypeScriptUrl, _markCompileUrl, _unmarkCompileUrl, load, resolve } from '../src/internal/ts-hooks.js';
-import { threadExecArgv, typeScriptSibling } from '../src/internal/ts-loader.js';
+import { typeScriptSibling } from '../src/internal/ts-loader.js';
 import { LoopThread, PiscinaExecutor, newEventLoop, setEventLoop, workerFn } from '../src/index.js';
 
 const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).href;
 const SERVICE = fixture('ts-service.ts');
+/** Whether this Node strips types itself (22.18+, 24, 26; 22.6+ with a flag): then it, not a compiler, runs a thread's TypeScript. */
+const STRIPS = typeof (process.features as { typescript?: unknown }).typescript === 'string';
+/** What Node's stripping says of BROKEN at line 2, column 16, and a compiler where Node does not strip. */
+const brokenMessage = (path: string): string =>
+  STRIPS ? `${path}:2:16 - error: Expected ',', got ';'` : `${path}:2:16 - error TS1005: ')' expected.`;
 
 type Reply = { ok: true; value: unknown } | { ok: false; name: string; code: string | undefined; message: string };
 
@@ -51,25 +57,46 @@ function scratchFile(name: string, text: string): string {
 const BROKEN = 'export function add(a: number, b: number): number {\n  return (a + b;\n}\n';
 
 describe('importUserModule', () => {
-  it('runs a .ts module with annotations, an enum and a ./ts-helper.js import of a .ts sibling', async () => {
+  it('runs a .ts module with annotations and a ./ts-helper.js import of a .ts sibling', async () => {
     const reply = await inWorker({ moduleUrl: SERVICE, via: 'helper', call: 'report' });
     expect(reply).toEqual({ ok: true, value: { color: 'green', doubled: 42, greeting: 'hello, ts', url: SERVICE } });
   });
 
-  it('is needed: a plain import() of the same module fails with ERR_UNKNOWN_FILE_EXTENSION', async () => {
+  it('is needed: a plain import() of the same module fails (no .ts files, or no ./x.js for x.ts where Node strips types)', async () => {
     const reply = await inWorker({ moduleUrl: SERVICE, via: 'plain', call: 'report' });
-    expect(reply).toEqual({
-      ok: false,
-      name: 'TypeError',
-      code: 'ERR_UNKNOWN_FILE_EXTENSION',
-      message: `Unknown file extension ".ts" for ${fileURLToPath(SERVICE)}`,
-    });
+    expect(reply).toEqual(
+      STRIPS
+        ? {
+            ok: false,
+            name: 'Error',
+            code: 'ERR_MODULE_NOT_FOUND',
+            message: `Cannot find module '${fileURLToPath(fixture('ts-helper.js'))}' imported from ${fileURLToPath(SERVICE)}`,
+          }
+        : { ok: false, name: 'TypeError', code: 'ERR_UNKNOWN_FILE_EXTENSION', message: `Unknown file extension ".ts" for ${fileURLToPath(SERVICE)}` },
+    );
   });
 
   it('names the file, line and column of a syntax error', async () => {
     const path = scratchFile('ts-broken.ts', BROKEN);
     const reply = await inWorker({ moduleUrl: pathToFileURL(path).href, via: 'helper', call: 'add', args: [1, 2] });
-    expect(reply).toEqual({ ok: false, name: 'SyntaxError', code: undefined, message: `${path}:2:16 - error TS1005: ')' expected.` });
+    expect(reply).toEqual({ ok: false, name: 'SyntaxError', code: STRIPS ? 'ERR_INVALID_TYPESCRIPT_SYNTAX' : undefined, message: brokenMessage(path) });
+  });
+
+  it.runIf(!STRIPS)('runs an enum and a namespace where Node does not strip types (a compiler does)', async () => {
+    const reply = await inWorker({ moduleUrl: fixture('ts-enum.ts'), via: 'helper', call: 'top' });
+    expect(reply).toEqual({ ok: true, value: 2 });
+  });
+
+  it.runIf(STRIPS)("says which construct Node's type stripping cannot run, where, and that tsx runs it", async () => {
+    const reply = await inWorker({ moduleUrl: fixture('ts-enum.ts'), via: 'helper', call: 'top' });
+    expect(reply).toEqual({
+      ok: false,
+      name: 'SyntaxError',
+      code: 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX',
+      message:
+        `${fileURLToPath(fixture('ts-enum.ts'))}:3:1 - error: TypeScript enum is not supported in strip-only mode. Node's type stripping runs only ` +
+        'TypeScript that erases to JavaScript: run the app under tsx (`npx tsx app.ts`), which runs it, or build it with tsc',
+    });
   });
 
   it('points stack frames at the .ts lines', async () => {
@@ -80,7 +107,8 @@ describe('importUserModule', () => {
     const stack = (reply as { value: string }).value;
     expect(stack.split('\n').slice(0, 2)).toEqual([
       'RangeError: thrown in TypeScript',
-      `    at Module.failingStack (${fileURLToPath(SERVICE)}:${line}:11)`,
+      // Node's own stripping keeps every position, and names an ES module by its URL.
+      `    at Module.failingStack (${STRIPS ? SERVICE : fileURLToPath(SERVICE)}:${line}:11)`,
     ]);
   });
 
@@ -103,7 +131,7 @@ describe('ensureTypeScriptSupport', () => {
 
   it('registers nothing for a JavaScript URL', async () => {
     const reply = await inWorker({ moduleUrl: SERVICE, via: 'plain', ensure: [fixture('ts-worker.mjs')], call: 'report' });
-    expect(reply).toMatchObject({ ok: false, code: 'ERR_UNKNOWN_FILE_EXTENSION' });
+    expect(reply).toMatchObject({ ok: false, code: STRIPS ? 'ERR_MODULE_NOT_FOUND' : 'ERR_UNKNOWN_FILE_EXTENSION' });
   });
 
   it('maps ./x.js to ./x.ts for TypeScript importers only', async () => {
@@ -318,11 +346,11 @@ describe('TypeScript in every thread', () => {
     }
   });
 
-  it("fails a LoopThread's start with the syntax error its starter found, naming the file, line and column", async () => {
+  it("fails a LoopThread's start with the syntax error found, naming the file, line and column", async () => {
     const path = scratchFile('lt-broken.ts', BROKEN);
     const error = await LoopThread.start(pathToFileURL(path)).catch((reason: unknown) => reason);
     expect(error).toBeInstanceOf(SyntaxError);
-    expect((error as SyntaxError).message).toBe(`${path}:2:16 - error TS1005: ')' expected.`);
+    expect((error as SyntaxError).message).toBe(brokenMessage(path));
   });
 
   it('hosts a .ts module in a LoopThread named by its built .js name', async () => {
@@ -356,25 +384,6 @@ describe('marked URLs', () => {
   });
 });
 
-describe('threadExecArgv', () => {
-  it("drops tsx's flags, in every spelling, and keeps the others", () => {
-    const execArgv = [
-      '--require',
-      '/app/node_modules/tsx/dist/preflight.cjs',
-      '--import',
-      'file:///app/node_modules/tsx/dist/loader.mjs',
-      '--enable-source-maps',
-      '--import=tsx',
-      '--import',
-      './otel.js',
-      '-r',
-      'tsx/cjs',
-      '--loader=tsx/esm',
-      '--require=./setup.cjs',
-    ];
-    expect(threadExecArgv(execArgv)).toEqual(['--enable-source-maps', '--import', './otel.js', '--require=./setup.cjs']);
-  });
-});
 
 describe('typeScriptSibling', () => {
   it('finds the .ts, .mts or .cts beside a .js, .mjs or .cjs URL that does not exist', () => {
@@ -390,3 +399,35 @@ describe('typeScriptSibling', () => {
     expect(typeScriptSibling('node:fs')).toBe('node:fs');
   });
 });
+
+const noStripping = STRIPS ? '' : ` (skipped: Node ${process.version} does not strip types; 22.18+, 24 and 26 do)`;
+
+describe(`node app.ts: Node strips the types of every thread, with no loader${noStripping}`, () => {
+  const skip = STRIPS ? false : noStripping;
+
+  it.skipIf(skip !== false)(
+    'runs a .ts LoopThread, pool and pool job, prints no warning, and starts no hooks thread beside a TypeScript thread',
+    async () => {
+      const app = fileURLToPath(new URL('./fixtures/ts-native-app.ts', import.meta.url));
+      const ran = await new Promise<{ error: Error | null; stdout: string; stderr: string }>((resolveRun) => {
+        execFile(process.execPath, [app], { encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) => resolveRun({ error, stdout, stderr }));
+      });
+      // Node 26 warns of module.register() (DEP0205): nothing multiloop does may print a warning.
+      expect(ran.stderr).toBe('');
+      expect(ran.error).toBeNull();
+      const seen = JSON.parse(ran.stdout) as Record<string, unknown>;
+      expect(seen).toMatchObject({
+        stack: ['RangeError: thrown in TypeScript', `    at failingStack (${SERVICE}:${serviceLine('thrown in TypeScript')}:11)`],
+        poolStack: 'RangeError: thrown in TypeScript',
+        job: 20,
+      });
+      // One OS thread per LoopThread, TypeScript or not: the hooks run in the thread (registerHooks), not in a hooks thread of its own.
+      if (process.platform === 'linux') expect([seen.jsThreadAdds, seen.tsThreadAdds]).toEqual([1, 1]);
+    },
+    90_000,
+  );
+});
+
+function serviceLine(text: string): number {
+  return readFileSync(fileURLToPath(SERVICE), 'utf8').split('\n').findIndex((line) => line.includes(text)) + 1;
+}

@@ -19,6 +19,8 @@ export interface TypeScriptCompiler {
   readonly name: string;
   /** Compile `source`, read from `path`; a syntax error rejects with a SyntaxError naming `path:line:column`. */
   transpile(source: string, path: string, output: TypeScriptOutput): Promise<string>;
+  /** `transpile`, blocking: for the in-thread hooks of `module.registerHooks`, which cannot wait. */
+  transpileSync(source: string, path: string, output: TypeScriptOutput): string;
 }
 
 /** The compilers we know how to drive, in the order they are tried. */
@@ -47,10 +49,16 @@ interface TypeScriptDiagnostic {
 
 /** The parts of the `esbuild` package's API used here. */
 interface EsbuildApi {
-  transform?(
-    source: string,
-    options: { loader: 'ts'; format: 'esm' | 'cjs'; sourcefile: string; sourcemap: 'inline'; target: string },
-  ): Promise<{ code: string }>;
+  transform?(source: string, options: EsbuildOptions): Promise<{ code: string }>;
+  transformSync?(source: string, options: EsbuildOptions): { code: string };
+}
+
+interface EsbuildOptions {
+  loader: 'ts';
+  format: 'esm' | 'cjs';
+  sourcefile: string;
+  sourcemap: 'inline';
+  target: string;
 }
 
 interface EsbuildFailure {
@@ -70,61 +78,81 @@ function loadTypeScript(api: TypeScriptApi): TypeScriptCompiler | null {
   const { transpileModule, flattenDiagnosticMessageText, ModuleKind, ScriptTarget, DiagnosticCategory } = api;
   if (!(major < 7) || transpileModule === undefined || flattenDiagnosticMessageText === undefined) return null;
   if (ModuleKind === undefined || ScriptTarget === undefined || DiagnosticCategory === undefined) return null;
+  const transpileSync = (source: string, path: string, output: TypeScriptOutput): string => {
+    const result = transpileModule(source, {
+      fileName: path,
+      reportDiagnostics: true,
+      compilerOptions: {
+        module: output === 'module' ? ModuleKind.ESNext : ModuleKind.CommonJS,
+        target: ScriptTarget.ES2022,
+        esModuleInterop: true,
+        useDefineForClassFields: true,
+        inlineSourceMap: true,
+        inlineSources: true,
+      },
+    });
+    const errors = (result.diagnostics ?? []).filter((d) => d.category === DiagnosticCategory.Error);
+    if (errors.length > 0) {
+      const lines = errors.map((d) => {
+        const at = d.file !== undefined && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : { line: 0, character: 0 };
+        return `${path}:${at.line + 1}:${at.character + 1} - error TS${d.code}: ${flattenDiagnosticMessageText(d.messageText, '\n')}`;
+      });
+      throw new SyntaxError(lines.join('\n'));
+    }
+    return result.outputText;
+  };
   return {
     name: 'typescript',
-    transpile(source, path, output) {
-      const result = transpileModule(source, {
-        fileName: path,
-        reportDiagnostics: true,
-        compilerOptions: {
-          module: output === 'module' ? ModuleKind.ESNext : ModuleKind.CommonJS,
-          target: ScriptTarget.ES2022,
-          esModuleInterop: true,
-          useDefineForClassFields: true,
-          inlineSourceMap: true,
-          inlineSources: true,
-        },
-      });
-      const errors = (result.diagnostics ?? []).filter((d) => d.category === DiagnosticCategory.Error);
-      if (errors.length > 0) {
-        const lines = errors.map((d) => {
-          const at = d.file !== undefined && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : { line: 0, character: 0 };
-          return `${path}:${at.line + 1}:${at.character + 1} - error TS${d.code}: ${flattenDiagnosticMessageText(d.messageText, '\n')}`;
-        });
-        return Promise.reject(new SyntaxError(lines.join('\n')));
+    transpile: (source, path, output) => {
+      try {
+        return Promise.resolve(transpileSync(source, path, output));
+      } catch (error) {
+        return Promise.reject(error as Error);
       }
-      return Promise.resolve(result.outputText);
     },
+    transpileSync,
   };
 }
 
 function loadEsbuild(api: EsbuildApi): TypeScriptCompiler | null {
-  const { transform } = api;
-  if (typeof transform !== 'function') return null;
+  const { transform, transformSync } = api;
+  if (typeof transform !== 'function' || typeof transformSync !== 'function') return null;
+  const options = (path: string, output: TypeScriptOutput): EsbuildOptions => ({
+    loader: 'ts',
+    format: output === 'module' ? 'esm' : 'cjs',
+    sourcefile: path,
+    sourcemap: 'inline',
+    target: 'node20',
+  });
   return {
     name: 'esbuild',
     async transpile(source, path, output) {
       try {
         // The asynchronous API: one esbuild process serves the thread (transformSync adds a thread of its own).
-        const result = await transform(source, {
-          loader: 'ts',
-          format: output === 'module' ? 'esm' : 'cjs',
-          sourcefile: path,
-          sourcemap: 'inline',
-          target: 'node20',
-        });
-        return result.code;
+        return (await transform(source, options(path, output))).code;
       } catch (error) {
-        const errors = (error as EsbuildFailure).errors;
-        if (!Array.isArray(errors) || errors.length === 0) throw error;
-        const lines = errors.map((e) => {
-          const at = e.location ?? { line: 1, column: 0 };
-          return `${path}:${at.line}:${at.column + 1} - error: ${e.text}`;
-        });
-        throw new SyntaxError(lines.join('\n'));
+        throw esbuildSyntaxError(error, path);
+      }
+    },
+    transpileSync(source, path, output) {
+      try {
+        return transformSync(source, options(path, output)).code;
+      } catch (error) {
+        throw esbuildSyntaxError(error, path);
       }
     },
   };
+}
+
+/** esbuild's failure as a SyntaxError naming `path:line:column`; any other error as it is. */
+function esbuildSyntaxError(error: unknown, path: string): unknown {
+  const errors = (error as EsbuildFailure).errors;
+  if (!Array.isArray(errors) || errors.length === 0) return error;
+  const lines = errors.map((e) => {
+    const at = e.location ?? { line: 1, column: 0 };
+    return `${path}:${at.line}:${at.column + 1} - error: ${e.text}`;
+  });
+  return new SyntaxError(lines.join('\n'));
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Module customization hooks that let a thread import TypeScript files (.ts, .mts, .cts): registered
- * with `register()` of node:module by ts-loader.ts, they run in the thread's hooks thread.
+ * with `register()` of node:module by ts-loader.ts where Node has no `registerHooks` (before
+ * 22.15), they run in the thread's hooks thread; ts-hooks-in-thread.ts is their in-thread twin.
  *
  * Where a TypeScript file's JavaScript comes from, in order:
  * 1. the thread that started this one, when it said it compiles for us (a LoopThread's or a
@@ -39,6 +40,8 @@ export type CompiledModule = { format: TypeScriptOutput; source: string } | { na
 export interface CompileRequest {
   id: number;
   url: string;
+  /** Set to 1 and notified once the reply is posted, for a thread that waits for it blocked (ts-hooks-in-thread.ts). */
+  woken?: Int32Array;
 }
 
 /**
@@ -61,7 +64,20 @@ let parent: MessagePort | null = null;
 let lastRequest = 0;
 const pending = new Map<number, { resolve: (compiled: CompiledModule) => void; reject: (error: Error) => void }>();
 
-/** Emitted format per extension; other files are not ours. */
+/**
+ * The format a TypeScript file at `url` is emitted in (.ts and .mts as ES modules, .cts as
+ * CommonJS); null for any other URL.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * _outputOf('file:///app/legacy.cts'); // 'commonjs'
+ * ```
+ */
+export function _outputOf(url: string): TypeScriptOutput | null {
+  return outputOf(url);
+}
+
 function outputOf(url: string): TypeScriptOutput | null {
   if (!url.startsWith('file:')) return null;
   const end = endOfPath(url);
@@ -211,14 +227,31 @@ export const resolve: ResolveHook = async (specifier, context, nextResolve) => {
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const parentUrl = context.parentURL;
-    if ((code !== 'ERR_MODULE_NOT_FOUND' && code !== 'ERR_UNSUPPORTED_DIR_IMPORT') || parentUrl === undefined || outputOf(parentUrl) === null) throw error;
-    for (const candidate of candidatesFor(specifier)) {
-      const url = new URL(candidate, parentUrl);
-      if (url.protocol === 'file:' && existsSync(url) && !url.pathname.endsWith('/')) return nextResolve(candidate, context);
-    }
-    throw error;
+    const candidate = _typeScriptCandidate(specifier, parentUrl, code);
+    if (candidate === null) throw error;
+    return nextResolve(candidate, context);
   }
 };
+
+/**
+ * What a TypeScript importer at `parentUrl` meant by `specifier`, which Node could not resolve
+ * (`code`): its `.ts` twin or the first existing implicit name; null when none exists, or
+ * when the importer is no TypeScript file.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * _typeScriptCandidate('./helper.js', 'file:///app/main.ts', 'ERR_MODULE_NOT_FOUND'); // './helper.ts' when it exists
+ * ```
+ */
+export function _typeScriptCandidate(specifier: string, parentUrl: string | undefined, code: unknown): string | null {
+  if ((code !== 'ERR_MODULE_NOT_FOUND' && code !== 'ERR_UNSUPPORTED_DIR_IMPORT') || parentUrl === undefined || outputOf(parentUrl) === null) return null;
+  for (const candidate of candidatesFor(specifier)) {
+    const url = new URL(candidate, parentUrl);
+    if (url.protocol === 'file:' && existsSync(url) && !url.pathname.endsWith('/')) return candidate;
+  }
+  return null;
+}
 
 function candidatesFor(specifier: string): string[] {
   const twin = typeScriptTwin(specifier);

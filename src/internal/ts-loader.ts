@@ -7,19 +7,29 @@
  * registers its hooks in the main thread only (from Node 22.22/24.11 on, in every thread); a
  * thread that loaded a compiler of its own (tsx, esbuild's service, the `typescript` package) paid
  * seconds and tens of MiB for it. The starter already runs a loader, or loads a compiler once for
- * all its threads; the thread pays for a hooks thread and one message per TypeScript file. For the
- * same reason threads are started without tsx's flags (`threadExecArgv`): tsx in a thread costs
- * more than the thread, and compiles nothing there on Node 20.
+ * all its threads; the thread pays for one message per TypeScript file, and, where Node lacks
+ * `module.registerHooks` (before 22.15), for a hooks thread (ts-hooks.ts; from 22.15 the hooks run
+ * in the thread: ts-hooks-in-thread.ts). For the same reason threads are started without tsx's
+ * flags (threads/exec-argv.ts): tsx in a thread costs more than the thread, and compiles nothing
+ * there on Node 20.
  *
  * Decided before importing, never by retrying after ERR_UNKNOWN_FILE_EXTENSION: Node 20 keeps a
  * failed module in its module map, and a second `import()` of the same URL fails again even
  * after new hooks are registered.
  */
 import { existsSync, statSync } from 'node:fs';
-import { createRequire, register } from 'node:module';
+import * as nodeModule from 'node:module';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { _isTypeScriptUrl, _markCompileUrl, type CompileReply, type CompileRequest, type CompiledModule } from './ts-hooks.js';
+import { _compileThrough, _loadInThread, _resolveInThread } from './ts-hooks-in-thread.js';
+
+/** node:module's hook registrations, each where the running Node has it. */
+const { register, registerHooks: registerInThread } = nodeModule as {
+  register?: (specifier: string | URL, options?: { data?: unknown; transferList?: unknown[] }) => void;
+  registerHooks?: (hooks: { resolve?: typeof _resolveInThread; load?: typeof _loadInThread }) => unknown;
+};
 
 /** The built hooks: the hooks thread runs plain JavaScript, also when this file runs from source. */
 const HOOKS_URL = new URL(
@@ -42,9 +52,6 @@ export interface TypeScriptPortMessage {
   readonly [TYPESCRIPT_PORT]: true;
   readonly port: MessagePort;
 }
-
-/** The options of Node's that load a module before the program: their value may name tsx. */
-const PRELOAD_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
 
 /** Node's own `import()` (see native-import.cts), loaded the first time this thread compiles for another. */
 let nativeImport: ((url: string) => Promise<unknown>) | null = null;
@@ -77,19 +84,29 @@ export function _compiledByStarter(port: MessagePort): void {
   starter = port;
 }
 
-/** Register ts-hooks.ts in this thread, once, with a port to the starter when it compiles for us. */
+/**
+ * Register the TypeScript hooks in this thread, once, with a port to the starter when it compiles
+ * for us: in-thread where Node has `registerHooks` (22.15+), else ts-hooks.ts in a hooks thread.
+ */
 function registerHooks(): void {
   if (registered) return;
   registered = true;
-  // Node 20.0-20.5 has no register(): a TypeScript import then fails with Node's own error.
-  if (typeof register !== 'function') return;
-  if (starter === null) {
-    register(HOOKS_URL);
-  } else {
+  let port: MessagePort | null = null;
+  if (starter !== null) {
     const { port1, port2 } = new MessageChannel();
     const message: TypeScriptPortMessage = { [TYPESCRIPT_PORT]: true, port: port1 };
     starter.postMessage(message, [port1]);
-    register(HOOKS_URL, { data: { parent: port2 }, transferList: [port2] });
+    port = port2;
+  }
+  if (typeof registerInThread === 'function') {
+    if (port !== null) _compileThrough(port);
+    registerInThread({ resolve: _resolveInThread, load: _loadInThread });
+  } else if (typeof register === 'function') {
+    register(HOOKS_URL, port === null ? undefined : { data: { parent: port }, transferList: [port] });
+  } else {
+    // Node 20.0-20.5 has neither: a TypeScript import then fails with Node's own error.
+    port?.close();
+    return;
   }
   // Per thread: only this thread's errors pay for the source map lookups.
   if (!process.sourceMapsEnabled) process.setSourceMapsEnabled(true);
@@ -145,16 +162,27 @@ export function serveTypeScript(port: MessagePort): void {
     compileForThread(request.url).then(
       (compiled) => {
         const reply: CompileReply = { id: request.id, compiled };
-        port.postMessage(reply);
+        answer(port, request, reply);
       },
-      (error: unknown) => {
+      (failure: unknown) => {
+        // Explained here: the stack that says where does not travel.
+        const error = _explainTypeScriptError(failure);
         const { name, message, code } = (error ?? {}) as { name?: unknown; message?: unknown; code?: unknown };
         const reply: CompileReply = { id: request.id, error: { name: String(name ?? 'Error'), message: String(message ?? error), code } };
-        port.postMessage(reply);
+        answer(port, request, reply);
       },
     );
   });
   port.unref();
+}
+
+/** Post `reply`, then wake the asker if it waits blocked (in-thread hooks cannot wait for a message). */
+function answer(port: MessagePort, request: CompileRequest, reply: CompileReply): void {
+  port.postMessage(reply);
+  if (request.woken instanceof Int32Array) {
+    Atomics.store(request.woken, 0, 1);
+    Atomics.notify(request.woken, 0);
+  }
 }
 
 /** The JavaScript of the TypeScript file at `url`, from this thread's hooks (see ts-hooks.ts). */
@@ -175,38 +203,6 @@ function fileVersion(url: string): string {
   } catch {
     return 'missing';
   }
-}
-
-/**
- * `execArgv` without tsx's flags (`--import tsx`, `--require …/tsx/dist/preflight.cjs`, …): the
- * default `execArgv` of the threads multiloop starts. Their TypeScript is compiled by their
- * starter (see the module comment); tsx in each thread would cost more than the thread.
- *
- * @internal
- * @example
- * ```ts
- * new Worker(entry, { execArgv: threadExecArgv() });
- * ```
- */
-export function threadExecArgv(execArgv: readonly string[] = process.execArgv): string[] {
-  const kept: string[] = [];
-  for (let i = 0; i < execArgv.length; i++) {
-    const arg = execArgv[i] as string;
-    if (PRELOAD_FLAGS.has(arg) && i + 1 < execArgv.length) {
-      const value = execArgv[i + 1] as string;
-      if (!namesTsx(value)) kept.push(arg, value);
-      i++;
-      continue;
-    }
-    const equals = arg.indexOf('=');
-    if (equals !== -1 && PRELOAD_FLAGS.has(arg.slice(0, equals)) && namesTsx(arg.slice(equals + 1))) continue;
-    kept.push(arg);
-  }
-  return kept;
-}
-
-function namesTsx(specifier: string): boolean {
-  return specifier === 'tsx' || specifier.startsWith('tsx/') || /[\\/]tsx[\\/]dist[\\/]/.test(specifier);
 }
 
 /**
@@ -245,5 +241,66 @@ export function typeScriptSibling(moduleUrl: string): string {
 export async function importUserModule(moduleUrl: string): Promise<Record<string, unknown>> {
   const url = typeScriptSibling(moduleUrl);
   await ensureTypeScriptSupport(url);
-  return (await import(url)) as Record<string, unknown>;
+  try {
+    return (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    throw _explainTypeScriptError(error);
+  }
+}
+
+/**
+ * `path:line:column` of the spot a SyntaxError's stack shows at its top, as Node puts it:
+ * `path:line` (or a file: URL), then the source around it, with a line of carets under the spot
+ * or, for a span of several lines, its lines marked `  > `; null when the stack does not start so.
+ */
+function whereInSource(stack: string): string | null {
+  const lines = stack.split('\n');
+  const head = /^(.+):(\d+)$/.exec(lines[0] as string);
+  if (head === null) return null;
+  let path = head[1] as string;
+  if (path.startsWith('file:')) {
+    try {
+      path = fileURLToPath(path);
+    } catch {
+      return null;
+    }
+  }
+  let column = 1;
+  for (const line of lines.slice(1)) {
+    if (line === '') break;
+    const caret = /^([ \t]*)\^/.exec(line) ?? /^ {2}> ([ \t]*)\S/.exec(line);
+    if (caret !== null) {
+      column = (caret[1] as string).length + 1;
+      break;
+    }
+  }
+  return `${path}:${head[2]}:${column}`;
+}
+
+/**
+ * A SyntaxError of Node's type stripping (ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX,
+ * ERR_INVALID_TYPESCRIPT_SYNTAX) as `path:line:column - error: ...`, the form of the compilers'
+ * errors, read from the source line Node puts at the top of its stack; a construct the
+ * stripping cannot run (an enum, a namespace, `export =`, a parameter property) also says what
+ * runs it. Any other error as it is.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * throw _explainTypeScriptError(error); // '/app/svc.ts:3:8 - error: TypeScript enum is not supported in strip-only mode. ...'
+ * ```
+ */
+export function _explainTypeScriptError(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX' && code !== 'ERR_INVALID_TYPESCRIPT_SYNTAX') return error;
+  const { message, stack } = error as Error;
+  const at = whereInSource(String(stack));
+  // Explained already, in the thread that compiled it (a rebuilt error has no source lines).
+  if (at === null && String(message).includes('tsx')) return error;
+  const where = at === null ? '' : `${at} - error: `;
+  const why =
+    code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX'
+      ? ". Node's type stripping runs only TypeScript that erases to JavaScript: run the app under tsx (`npx tsx app.ts`), which runs it, or build it with tsc"
+      : '';
+  return Object.assign(new SyntaxError(`${where}${message}${why}`, { cause: error }), { code });
 }
