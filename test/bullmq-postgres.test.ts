@@ -2,7 +2,7 @@
  * BullMQExecutor and serveBullMQ on PostgreSQL (BullMQ 6's PostgreSQL backend), with a real
  * postgres and real worker processes: results and packing, a job over 1 MiB, the allow list,
  * statistics, cancellation of waiting and running calls, a worker SIGKILLed mid-job, a job taken
- * again after its lone call's outcome went out, a forged outcome row, a job whose decoding kills
+ * again after its lone call's outcome went out, a forged outcome row (a 300 MB one too), a job whose decoding kills
  * its workers, SIGTERM with PostgreSQL gone, and
  * BullMQ's schema made on a fresh database (or not, with migrate off).
  */
@@ -19,6 +19,7 @@ import { newEventLoop } from '../src/events.js';
 import { RuntimeError } from '../src/exceptions.js';
 import { sleep } from '../src/tasks.js';
 import { workerFn } from '../src/worker-fn.js';
+import { OutcomeTake } from '../src/internal/bullmq/postgres-outcomes.js';
 import { needPostgres, startPostgres, type PostgresServer } from './helpers/postgres.js';
 import { endAll, killWorker, markerDir, resultOf, ROOT, runs, startWorker, teachBurst, until, workersUntilSettled, type WorkerProcess } from './helpers/redis.js';
 
@@ -354,6 +355,79 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
       markers.remove();
     }
   }, 30_000);
+
+  it("fails the calls of a job named by a forged 300 MB outcome row without fetching it, naming the limit; the executor lives on", async () => {
+    const markers = markerDir();
+    const loop = newEventLoop();
+    const heard: ExceptionContext[] = [];
+    loop.setExceptionHandler((_loop, context) => heard.push(context));
+    try {
+      await serve('huge');
+      const made = executor('huge');
+      const waiting = workerFn<[string, number], string>(JOBS, 'waitForAbort');
+      function* main(): Coroutine<Error> {
+        expect(yield* loop.runInExecutor(made, add, 1, 2)).toBe(3);
+        // Runs until the test's end: only the forged row can settle it.
+        const slow = loop.runInExecutor(made, waiting, markers.dir, 30);
+        try {
+          yield* slow;
+        } catch (error) {
+          return error as Error;
+        }
+        throw new Error('expected a failure');
+      }
+      const forging = (async (): Promise<[string, string]> => {
+        await until(() => existsSync(join(markers.dir, 'started')), 'the slow call started');
+        const [{ name: executorId }] = (await postgres.query<{ name: string }>("SELECT name FROM bullmq.job WHERE queue = 'huge'")) as [{ name: string }];
+        // 300 MB: its hex text would be longer than a string of V8 may be.
+        const [{ id }] = (await postgres.query<{ id: string }>(
+          "WITH o AS (INSERT INTO bullmq.multiloop_outcome (executor, data) SELECT $1, convert_to($2 || repeat('0', 300000000 - length($2)), 'UTF8') RETURNING id) " +
+            "SELECT id, pg_notify($3, '') FROM o",
+          [executorId, `["${executorId}-2",0,0,"`, `multiloop_out_${executorId}`],
+        )) as [{ id: string }];
+        return [executorId, id];
+      })();
+      const [error, [executorId, id]] = await Promise.all([loop.runUntilComplete(main()), forging]);
+      const where = `outcome entry ${id} on "bullmq".multiloop_outcome \\(executor ${executorId}\\)`;
+      expect(error).toBeInstanceOf(RuntimeError);
+      expect(error.message).toMatch(
+        new RegExp(`^the outcome of waitForAbort of \\./test/fixtures/bullmq-jobs\\.mjs cannot be read: ${where}, of its job ${executorId}-2, is 300000000 bytes, more than the 67108864 an entry may take$`),
+      );
+      expect(heard).toHaveLength(1);
+      expect(heard[0]?.message).toMatch(new RegExp(`^BullMQExecutor: ${where} was dropped: the entry is 300000000 bytes, more than the 67108864 an entry may take: it was not read$`));
+      expect(heard[0]?.exception).toBeInstanceOf(RangeError);
+      expect(await resultOf(made.submit(add, 20, 22))).toBe(42);
+      await until(async () => (await postgres.query('SELECT 1 FROM bullmq.multiloop_outcome WHERE octet_length(data) = 300000000')).length === 0, 'the forged row is deleted');
+    } finally {
+      loop.close();
+      markers.remove();
+    }
+  }, 60_000);
+
+  it('reads outcome rows in order, about 16 MiB of them a read, never fetching one larger than an entry may be; deletes them by id in the next read', async () => {
+    await postgres.query('CREATE SCHEMA IF NOT EXISTS takes; CREATE TABLE takes.outcome (id bigserial PRIMARY KEY, executor text NOT NULL, notice text, data bytea)');
+    const mib = 1024 * 1024;
+    for (const [notice, bytes] of [[null, 10 * mib], ['job-1', 0], [null, 10 * mib], [null, 70 * mib], [null, 10 * mib]] as const) {
+      await postgres.query("INSERT INTO takes.outcome (executor, notice, data) VALUES ('e', $1, CASE WHEN $2::int > 0 THEN convert_to(repeat('x', $2::int), 'UTF8') END)", [notice, bytes]);
+    }
+    const take = new OutcomeTake('takes.outcome', 'e');
+    const query = <T>(sql: string, values: unknown[]): Promise<T[]> => postgres.query<T>(sql, values);
+    const seen: string[] = [];
+    const sink = {
+      outcome: (id: string, entry: Buffer) => seen.push(`${id}: ${entry.length}`),
+      started: (jobId: string) => seen.push(`started ${jobId}`),
+      oversized: (id: string, bytes: number, head: Buffer) => seen.push(`${id}: ${bytes} not read, ${head.length} read`),
+    };
+    // 10 MiB, a notice, 10 MiB (begun under 16 MiB), then the 70 MiB row (not fetched); the last
+    // 10 MiB begins past 16 MiB: the next read takes it.
+    expect(await take.take(query, sink)).toBe(4);
+    expect(seen.splice(0)).toEqual([`1: ${10 * mib}`, 'started job-1', `3: ${10 * mib}`, `4: ${70 * mib} not read, 64 read`]);
+    expect(await take.take(query, sink)).toBe(1);
+    expect(seen.splice(0)).toEqual([`5: ${10 * mib}`]);
+    expect((await postgres.query<{ id: string }>('SELECT id FROM takes.outcome ORDER BY id')).map((row) => row.id)).toEqual(['5']);
+    expect(await take.take(query, sink)).toBe(0);
+    expect(await postgres.query('SELECT id FROM takes.outcome')).toEqual([]);
+  });
 
   it('fails a job whose decoding kills its workers once they died more often than maxStalledCount, naming the cause; no worker decodes it again', async () => {
     const made = executor('poison');

@@ -72,6 +72,12 @@ export interface PostgresServer {
   readonly url: string;
   /** Run `sql` on a connection of its own to `database` (default `postgres`) and return the rows. */
   query<T = Record<string, unknown>>(sql: string, values?: unknown[], database?: string): Promise<T[]>;
+  /**
+   * Restart it as `pg_ctl restart` does (a fast shutdown: sessions are ended, what committed
+   * stays) on the same port and cluster: down for `pauseMs` milliseconds, and until `whileDown()`,
+   * called as the shutdown begins, resolved.
+   */
+  restart(pauseMs: number, whileDown?: () => Promise<void>): Promise<void>;
   /** Stop it (immediate shutdown) and remove its cluster. */
   stop(): Promise<void>;
 }
@@ -96,14 +102,27 @@ export async function startPostgres(): Promise<PostgresServer> {
   if (made.status !== 0) throw new Error(`initdb failed: ${made.stderr || made.error?.message}`);
   const port = await freePort();
   const args = ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
-  const child: ChildProcess = spawn(join(BIN, 'postgres'), args, { ...as, stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  await until(() => {
-    if (child.exitCode !== null) throw new Error(`postgres exited with ${child.exitCode}:\n${log}`);
-    return log.includes('ready to accept connections');
-  }, `postgres listens on port ${port}`);
+  let child: ChildProcess = await serve();
+
+  async function serve(): Promise<ChildProcess> {
+    const started: ChildProcess = spawn(join(BIN as string, 'postgres'), args, { ...as, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    started.stderr?.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
+    await until(() => {
+      if (started.exitCode !== null) throw new Error(`postgres exited with ${started.exitCode}:\n${log}`);
+      return log.includes('ready to accept connections');
+    }, `postgres listens on port ${port}`);
+    return started;
+  }
+
+  async function end(signal: NodeJS.Signals): Promise<void> {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill(signal);
+    await exited;
+  }
+
   return {
     port,
     url,
@@ -116,13 +135,14 @@ export async function startPostgres(): Promise<PostgresServer> {
         await client.end();
       }
     },
+    async restart(pauseMs: number, whileDown?: () => Promise<void>) {
+      // SIGINT: a fast shutdown, pg_ctl's default.
+      await Promise.all([end('SIGINT').then(() => new Promise((resolve) => setTimeout(resolve, pauseMs))), whileDown?.()]);
+      child = await serve();
+    },
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        // SIGQUIT: immediate shutdown, the server's children end with it.
-        child.kill('SIGQUIT');
-        await exited;
-      }
+      // SIGQUIT: immediate shutdown, the server's children end with it.
+      await end('SIGQUIT');
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -140,11 +140,17 @@ export async function startWorker(url: string | null, args: readonly string[], e
   );
   let ended = false;
   void exited.then(() => (ended = true));
-  await until(() => {
-    if (ended) throw new Error(`the worker exited before serving:\n${output}`);
-    // At the start of a line: the usage a worker prints for a bad command line names the line too.
-    return /^multiloop worker: serving/m.test(output);
-  }, 'the worker serves');
+  try {
+    await until(() => {
+      if (ended) throw new Error(`the worker exited before serving:\n${output}`);
+      // At the start of a line: the usage a worker prints for a bad command line names the line too.
+      return /^multiloop worker: serving/m.test(output);
+    }, 'the worker serves');
+  } catch (error) {
+    // A worker that never served (busy decoding a job it took at once) outlives no test.
+    child.kill('SIGKILL');
+    throw error;
+  }
   return { child, pid: child.pid as number, output: () => output, exited };
 }
 

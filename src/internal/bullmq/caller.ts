@@ -571,6 +571,30 @@ export class CallerEngine implements OutcomeSink, ChannelEvents {
     }
   }
 
+  /**
+   * @internal OutcomeSink: an entry too large to read, reported as a dropped one; the calls not
+   * done of the job its first bytes name (a worker never writes one: its outcomes take at most its
+   * maxOutcomeBytes) fail, saying so, since their outcomes cannot arrive any more.
+   */
+  oversized(id: string, bytes: number, head: Buffer): void {
+    const limit = `more than the ${MAX_OUTCOME_BYTES} an entry may take`;
+    this.#reportBadEntry(id, new RangeError(`the entry is ${bytes} bytes, ${limit}: it was not read`));
+    // An entry begins with its job's id (JSON text, or a v8 string after a few bytes of header).
+    const named = new RegExp(`${this.id}-(\\d{1,15})(?!\\d)`).exec(head.toString('latin1'));
+    const job = named === null ? undefined : this.#sent.get(`${this.id}-${named[1]}`);
+    if (job === undefined) return;
+    const outcomes = (this.#channel as CallerChannel).outcomes;
+    for (const call of job.calls) {
+      if (call.done()) continue;
+      this.#failCall(
+        call,
+        new RuntimeError(
+          `the outcome of ${describeWorkerFn(call.fn)} cannot be read: outcome entry ${id} on ${outcomes}, of its job ${job.id}, is ${bytes} bytes, ${limit}`,
+        ),
+      );
+    }
+  }
+
   /** @internal OutcomeSink: a worker's start notice; the calls of the job not done are running (cancel() cannot stop their futures any more). */
   started(jobId: string): void {
     const job = this.#sent.get(jobId);

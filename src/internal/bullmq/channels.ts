@@ -46,6 +46,8 @@ export interface OutcomeSink {
   started(jobId: string): void;
   /** An outcome entry (see wire.ts), untrusted; `id` names it in messages. */
   outcome(id: string, entry: Buffer): void;
+  /** An entry of `bytes` bytes, more than MAX_OUTCOME_BYTES, not read: `head` holds its first bytes (untrusted). */
+  oversized(id: string, bytes: number, head: Buffer): void;
 }
 
 /** The executor's side: its outcomes and notices in, its cancel requests out. */

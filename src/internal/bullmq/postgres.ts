@@ -4,9 +4,12 @@
  * namespace, default `bullmq`), two tables of multiloop's and LISTEN/NOTIFY:
  *
  * - `multiloop_outcome`: a row per outcome entry (`data`, see wire.ts) or start notice
- *   (`notice`, the job's id), by executor. An executor takes its rows by deleting them (so a row
- *   whose transaction commits late is read by the next take, never skipped), after a NOTIFY on
- *   `multiloop_out_<executor>` or when a wait of READ_BLOCK_MS ends.
+ *   (`notice`, the job's id), by executor. An executor reads its rows after a NOTIFY on
+ *   `multiloop_out_<executor>`, when a wait of READ_BLOCK_MS ends, or when its connection is back,
+ *   and deletes those it applied in its next read (postgres-outcomes.ts: each row is applied once
+ *   through lost connections, a row whose transaction commits late is read by a later read, never
+ *   skipped, and a row too large is never fetched). Workers write their rows again when the
+ *   connection was lost (an executor applies a row written twice once).
  * - `multiloop_call_marks`: per job, the calls done and cancelled (integer arrays) and the count
  *   of a large job's decodes; a row goes when BullMQ has its job completed.
  *
@@ -22,10 +25,9 @@ import { repr } from '../format.js';
 import type { Backend, BullMQModule, WorkerSettings } from './backends.js';
 import { credentialsCutShort, redactConnection } from './redact.js';
 import { queueCalls, type CallMarks, type CallerChannel, type ChannelEvents, type OutcomeSink, type QueuePort, type RunnerChannel } from './channels.js';
+import { OutcomeTake, retryDelay, retryWhileLost } from './postgres-outcomes.js';
 import { KEY_TTL_SECONDS } from './wire.js';
 
-/** Rows taken per read. */
-const READ_COUNT = 256;
 /** How long a read waits for a NOTIFY (milliseconds) before it looks at the table anyway. */
 const READ_BLOCK_MS = 10_000;
 /** How often a worker sweeps rows older than KEY_TTL_SECONDS. */
@@ -152,11 +154,6 @@ function loadPg(): Promise<typeof import('pg')> {
   return pgModule;
 }
 
-/** Reconnect soon after the server comes back: 100 ms, 200 ms, ... at most 2 s apart. */
-function retryDelay(times: number): number {
-  return Math.min(100 * times, 2000);
-}
-
 /**
  * A client of its own that LISTENs to one channel, connected again when lost (what a Redis
  * subscriber does by itself). Its queries go on the same connection, in order.
@@ -165,6 +162,7 @@ class Listener {
   readonly #config: ClientConfig;
   readonly #channel: string;
   readonly #onNotify: (payload: string) => void;
+  readonly #onUp: () => void;
   #events: ChannelEvents | null = null;
   #client: Client | null = null;
   #connected = false;
@@ -173,10 +171,12 @@ class Listener {
   #timer: NodeJS.Timeout | null = null;
   #lastError = 'not connected yet';
 
-  constructor(config: ClientConfig, channel: string, onNotify: (payload: string) => void) {
+  /** `onUp` hears each time it is connected and listening again (NOTIFYs sent meanwhile were lost). */
+  constructor(config: ClientConfig, channel: string, onNotify: (payload: string) => void, onUp: () => void = () => undefined) {
     this.#config = config;
     this.#channel = channel;
     this.#onNotify = onNotify;
+    this.#onUp = onUp;
   }
 
   /** Whether it is connected and listening. */
@@ -222,6 +222,7 @@ class Listener {
     }
     this.#attempts = 0;
     this.#connected = true;
+    this.#onUp();
     this.#events?.up();
   }
 
@@ -262,13 +263,6 @@ class Listener {
   }
 }
 
-/** A row of `multiloop_outcome` as a take returns it. */
-interface OutcomeRow {
-  id: string;
-  notice: string | null;
-  data: Buffer | null;
-}
-
 /** The executor's channel: its rows taken on a listening connection of its own, cancel requests on BullMQ's pool. */
 class PostgresCallerChannel implements CallerChannel {
   readonly outcomes: string;
@@ -277,7 +271,8 @@ class PostgresCallerChannel implements CallerChannel {
   readonly #queue: string;
   readonly #executorId: string;
   readonly #reader: Listener;
-  readonly #take: string;
+  readonly #take: OutcomeTake;
+  readonly #query = <T>(sql: string, values: unknown[]): Promise<T[]> => this.#reader.query<T>(sql, values);
   /** A NOTIFY arrived since the last take began. */
   #notified = false;
   #wake: (() => void) | null = null;
@@ -288,15 +283,15 @@ class PostgresCallerChannel implements CallerChannel {
     this.#queue = queue;
     this.#executorId = executorId;
     this.outcomes = `${names.outcome} (executor ${executorId})`;
-    this.#take =
-      `DELETE FROM ${names.outcome} WHERE id IN (SELECT id FROM ${names.outcome} WHERE executor = $1 ORDER BY id LIMIT ${READ_COUNT}) ` +
-      'RETURNING id, notice, data';
-    this.#reader = new Listener(config, outcomeChannel(executorId), () => {
+    this.#take = new OutcomeTake(names.outcome, executorId);
+    const wake = (): void => {
       this.#notified = true;
-      const wake = this.#wake;
+      const waiting = this.#wake;
       this.#wake = null;
-      wake?.();
-    });
+      waiting?.();
+    };
+    // Back after an outage: what was written meanwhile is read now, not after READ_BLOCK_MS.
+    this.#reader = new Listener(config, outcomeChannel(executorId), wake, wake);
   }
 
   /** Connect the reader. */
@@ -315,8 +310,8 @@ class PostgresCallerChannel implements CallerChannel {
 
   async read(sink: OutcomeSink): Promise<number> {
     this.#notified = false;
-    let rows = await this.#reader.query<OutcomeRow>(this.#take, [this.#executorId]);
-    if (rows.length === 0) {
+    let count = await this.#take.take(this.#query, sink);
+    if (count === 0) {
       if (!this.#notified) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(() => {
@@ -330,27 +325,13 @@ class PostgresCallerChannel implements CallerChannel {
         });
       }
       this.#notified = false;
-      rows = await this.#reader.query<OutcomeRow>(this.#take, [this.#executorId]);
+      count = await this.#take.take(this.#query, sink);
     }
-    this.#apply(rows, sink);
-    return rows.length;
+    return count;
   }
 
   async readBacklog(sink: OutcomeSink): Promise<void> {
-    for (;;) {
-      const rows = await this.#reader.query<OutcomeRow>(this.#take, [this.#executorId]);
-      this.#apply(rows, sink);
-      if (rows.length < READ_COUNT) return;
-    }
-  }
-
-  /** Hand rows to `sink` in the order they were written. */
-  #apply(rows: OutcomeRow[], sink: OutcomeSink): void {
-    if (rows.length > 1) rows.sort((a, b) => Number(a.id) - Number(b.id));
-    for (const row of rows) {
-      if (row.data !== null) sink.outcome(row.id, row.data);
-      else if (row.notice !== null) sink.started(row.notice);
-    }
+    while ((await this.#take.take(this.#query, sink)) > 0);
   }
 
   async jobsExist(jobIds: readonly string[]): Promise<boolean[]> {
@@ -413,6 +394,8 @@ class PostgresRunnerChannel implements RunnerChannel {
   readonly #reportFinal: string;
   #subscriber: Listener | null = null;
   #sweeper: NodeJS.Timeout | null = null;
+  #closed = false;
+  readonly #isClosed = (): boolean => this.#closed;
 
   constructor(pool: Pool, config: ClientConfig, names: Names, queue: string) {
     this.#pool = pool;
@@ -428,8 +411,13 @@ class PostgresRunnerChannel implements RunnerChannel {
 
   async report(executorId: string, jobId: string, entry: Uint8Array, final: boolean, indexes: readonly number[]): Promise<void> {
     const data = Buffer.from(entry.buffer, entry.byteOffset, entry.byteLength);
-    if (final) await this.#pool.query(this.#reportFinal, [executorId, data, this.#queue, jobId, outcomeChannel(executorId)]);
-    else await this.#pool.query(this.#report, [executorId, data, this.#queue, jobId, indexes, outcomeChannel(executorId)]);
+    // Written again when the connection was lost (the server restarting): an outcome that
+    // fails to go out fails its job, and BullMQ, which retries its own writes, would then
+    // have the job failed once the server is back (Redis's client queues commands by itself).
+    const [sql, values] = final
+      ? [this.#reportFinal, [executorId, data, this.#queue, jobId, outcomeChannel(executorId)]]
+      : [this.#report, [executorId, data, this.#queue, jobId, indexes, outcomeChannel(executorId)]];
+    await retryWhileLost(() => this.#pool.query(sql, values), this.#isClosed);
   }
 
   notice(executorId: string, jobId: string): void {
@@ -485,6 +473,7 @@ class PostgresRunnerChannel implements RunnerChannel {
   }
 
   close(): void {
+    this.#closed = true;
     if (this.#sweeper !== null) clearInterval(this.#sweeper);
     this.#subscriber?.close();
   }

@@ -418,9 +418,11 @@ export class JobRunner {
       await reporter.flush();
       throw new RuntimeError(`${failed} of the ${count} calls of job ${jobId} failed; BullMQ runs them again (attempt ${job.attemptsMade + 2})`);
     }
+    // Marked reported once its outcomes went out: a job whose last outcomes could not be written
+    // fails, and its failure must reach its caller.
+    await reporter.flush();
     this.#reported.add(jobId);
     if (this.#reported.size > RECENT_CANCELS) this.#reported.delete(this.#reported.values().next().value as string);
-    await reporter.flush();
     return 'done';
   }
 
