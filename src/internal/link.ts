@@ -77,6 +77,8 @@ export interface LinkOptions {
   describeDeath?: (code: number, uncaught: unknown) => Error;
   /** Told when the link learned of the peer's death itself (from the dying thread's last message). */
   onDeath?: (makeError: () => Error) => void;
+  /** The error calls fail with when the peer's end of the link closed without a word (default: "<peer> is gone"). */
+  describeGone?: () => Error;
   /**
    * How many operations (calls, callSoonThreadsafe, replies) this side may have posted that the
    * peer has not taken in yet; beyond it, the thread waits for the peer (see #makeRoom).
@@ -313,12 +315,16 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     this.#maxOps = options.maxCallsInFlight ?? DEFAULT_MAX_CALLS_IN_FLIGHT;
     this.#in.on('message', (message: unknown[]) => this.#arrive(message, false));
     this.#in.on('messageerror', (error: unknown) => this.#unreadable(error));
+    const gone = options.describeGone ?? (() => new RuntimeError(`${this.#peer} is gone: its end of the link closed`));
+    let closedAlready = false;
     if (options.ownedByThread !== true) {
       // After every message that came before it: nothing is left to take (and a closed port cannot be read).
       this.#in.on('close', () => {
         this.#inClosed = true;
-        this._fail(() => new RuntimeError(`${this.#peer} is gone: its end of the link closed`), false);
+        this._fail(gone, false);
       });
+      // Its peer may have closed before anyone listened (a LoopRef's ports wait unused until its first call).
+      closedAlready = !isOpen(this.#in);
     }
     // The running loop keeps the thread alive; an idle inbox must not.
     this.#in.unref();
@@ -328,6 +334,10 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     this.#ensureBell();
     loop._addPollable(this);
     watchExit(this);
+    if (closedAlready) {
+      this.#inClosed = true;
+      this._fail(gone, false);
+    }
   }
 
   /** Call `name(...args)` there; a Future of this side's loop follows the remote call. */
@@ -1167,6 +1177,16 @@ function describeDeath(peer: string, code: number, uncaught: unknown): Error {
   if (uncaught === null) return new RuntimeError(`${peer} died: it exited with code ${code}`);
   const error = uncaught as { name?: unknown; message?: unknown };
   return new RuntimeError(`${peer} died: uncaught ${String(error.name)}: ${String(error.message)}`, { cause: uncaught });
+}
+
+/** Whether `port` is open: one that closed unheard says so only in that it can no longer be ref'd. */
+function isOpen(port: MessagePort): boolean {
+  const refs = port as MessagePort & { hasRef?: () => boolean };
+  if (typeof refs.hasRef !== 'function') return true;
+  port.ref();
+  const open = refs.hasRef();
+  port.unref();
+  return open;
 }
 
 /** A packed array (not `new Array(n)`): V8 serializes a holey array in its sparse form, several times slower. */

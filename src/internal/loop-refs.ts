@@ -15,8 +15,9 @@ import type { Future } from '../futures.js';
 import type { LoopRef, RemoteProxy } from '../loop-thread.js';
 import { move } from '../transfer.js';
 import { newId } from './introspect.js';
-import { Link, type CallTarget } from './link.js';
+import { Link, type CallTarget, type LinkOptions } from './link.js';
 import { READ_SLOTS, type LinkPorts } from './messages.js';
+import { deathDescriber, isFate, silentDeath } from './thread-deaths.js';
 import { WIRE, _setLoopDecoder } from './wire.js';
 
 /**
@@ -63,12 +64,19 @@ export function proxyOf<M>(ref: LoopRef): RemoteProxy<M> {
  * moved with the value), named as the receiver will name it in messages. `attach` gives the
  * loop's thread the other side.
  */
-export function loopRecord(peer: string, attach: (ports: LinkPorts) => void): Record<string, unknown> {
+export function loopRecord(peer: string, attach: (ports: LinkPorts) => void, thread: ThreadOfLoop | null = null): Record<string, unknown> {
   const [receiver, served] = makeLinkPorts();
   attach(served);
   move(receiver.inPort);
   move(receiver.outPort);
-  return { [WIRE]: 'loop', peer, ports: receiver };
+  return thread === null ? { [WIRE]: 'loop', peer, ports: receiver } : { [WIRE]: 'loop', peer, ports: receiver, thread };
+}
+
+/** The LoopThread whose loop a LoopRef reaches, to word its death as its own calls do (thread-deaths.ts). */
+export interface ThreadOfLoop {
+  readonly name: string;
+  readonly threadId: number;
+  readonly fate: Int32Array;
 }
 
 /** Calls from the receiver only: the loop at the far end calls nothing back through this link. */
@@ -82,11 +90,13 @@ const NOTHING: CallTarget = {
 class RemoteLoop implements LoopRef {
   readonly #peer: string;
   readonly #ports: LinkPorts;
+  readonly #thread: ThreadOfLoop | null;
   #link: Link | null = null;
 
-  constructor(peer: string, ports: LinkPorts) {
+  constructor(peer: string, ports: LinkPorts, thread: ThreadOfLoop | null) {
     this.#peer = peer;
     this.#ports = ports;
+    this.#thread = thread;
   }
 
   call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
@@ -130,7 +140,13 @@ class RemoteLoop implements LoopRef {
     const link = this.#link;
     if (link === null) {
       // Outside any loop (a pool job, a plain worker): one that never runs; a blocking result reads the port itself.
-      const made = new Link(loop ?? newEventLoop(), this.#ports, NOTHING, this.#peer);
+      const thread = this.#thread;
+      // A LoopThread's death is worded as its own calls word it.
+      const options: LinkOptions =
+        thread === null
+          ? {}
+          : { describeDeath: deathDescriber(thread.name, thread.threadId), describeGone: () => silentDeath(thread.name, thread.threadId, thread.fate) };
+      const made = new Link(loop ?? newEventLoop(), this.#ports, NOTHING, this.#peer, options);
       this.#link = made;
       return made;
     }
@@ -208,10 +224,16 @@ function isPorts(value: unknown): value is LinkPorts {
   );
 }
 
+function isThread(value: unknown): value is ThreadOfLoop {
+  const thread = value as Partial<ThreadOfLoop> | null;
+  return typeof thread === 'object' && thread !== null && typeof thread.name === 'string' && Number.isSafeInteger(thread.threadId) && isFate(thread.fate);
+}
+
 function decodeLoop(record: Record<string, unknown>): RemoteLoop {
-  const { peer, ports } = record;
+  const { peer, ports, thread } = record;
   if (typeof peer !== 'string' || !isPorts(ports)) throw new TypeError('a LoopRef arrived without its link');
-  return new RemoteLoop(peer, ports);
+  if (thread !== undefined && !isThread(thread)) throw new TypeError(`a LoopRef of ${peer} arrived with a malformed thread record`);
+  return new RemoteLoop(peer, ports, thread ?? null);
 }
 
 _setLoopDecoder((record) => {
