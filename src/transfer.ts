@@ -102,6 +102,27 @@ function visit(value: unknown, out: Transferable[], depth: number): void {
   }
 }
 
+/**
+ * Whether `value` holds buffers or ports marked by `move()` (where `collectTransfers` looks), without
+ * using up their marks: a call that moves something cannot be sent a second time.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * const resendable = !holdsMoved(args);
+ * ```
+ */
+export function holdsMoved(value: unknown): boolean {
+  if (liveMarks === 0) return false;
+  const out: Transferable[] = [];
+  const before = liveMarks;
+  visit(value, out, 0);
+  // Marked again: the search used them up.
+  for (const item of out) marked.add(item as ArrayBuffer | MessagePort);
+  liveMarks = before;
+  return out.length > 0;
+}
+
 function take(buffer: ArrayBuffer | MessagePort, out: Transferable[]): void {
   if (!marked.delete(buffer)) return;
   liveMarks--;

@@ -122,6 +122,8 @@ export function _setStallMs(ms: number): number {
 class RemoteCallFuture<T> extends Future<T> {
   _link: Link | null = null;
   _id = 0;
+  /** It failed because the peer died before it started the call (its function never ran there). */
+  _notStarted = false;
   /** The function called there, for ps() and reprs. */
   _callName = '';
 
@@ -130,6 +132,14 @@ class RemoteCallFuture<T> extends Future<T> {
     if (cancelled && this._link !== null) this._link._cancelRemote(this._id, msg ?? null);
     return cancelled;
   }
+}
+
+/**
+ * Whether `future`, a Future of a call made through a link, failed because the peer's thread died
+ * before it started the call: its function never ran, so it may be sent elsewhere once.
+ */
+export function notStarted(future: unknown): boolean {
+  return future instanceof RemoteCallFuture && future._notStarted;
 }
 
 /** What a Future of a call to another thread stands for ("call 'f' in LoopThread 'svc'"), or null for any other future. */
@@ -613,7 +623,13 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     openLinks.delete(this);
     this.loop._removeCallsInFlight(this);
     this.loop._removePollable(this);
-    const pending = [...this.#pending.values()];
+    // The peer starts calls in the order they were made: those after the last one it started never ran.
+    const started = peerGone ? Atomics.load(this.#peerRead, 3) : null;
+    const pending: Array<RemoteCallFuture<unknown> | ConcurrentFuture<unknown>> = [];
+    for (const [id, future] of this.#pending) {
+      if (started !== null && future instanceof RemoteCallFuture && ((id - started) | 0) > 0) future._notStarted = true;
+      pending.push(future);
+    }
     this.#pending.clear();
     const running = [...this.#running.values()];
     this.#running.clear();
@@ -1112,6 +1128,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
 
   /** Run a call that arrived, inside a loop callback: `id` 0 means no reply is expected. */
   #start(id: number, nameId: number, args: unknown[]): void {
+    // Before anything of it runs: should this thread die now, the caller knows this call may have run.
+    if (id !== 0) Atomics.store(this.#read, 3, id);
     const name = this.#names[nameId] as string;
     let result: unknown;
     let context: Context | null = null;

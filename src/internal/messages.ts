@@ -75,7 +75,9 @@ export interface LinkPorts {
   /**
    * Slot 0: how many messages of its inbox this side has read, with none missing before them;
    * slot 1: how many operations arrived in them (back-pressure counts them); slot 2: non-zero
-   * while the other side waits for slot 1 to grow (READ_SLOTS in all).
+   * while the other side waits for slot 1 to grow; slot 3: the id of the last call of the other
+   * side this side started, modulo 2^32 (calls start in the order they were made, so those after
+   * it never ran: when this side dies, a pool sends them to another thread) (READ_SLOTS in all).
    */
   inRead: Int32Array;
   /** The same counts, published by the other side for what this side sent it. */
@@ -83,7 +85,7 @@ export interface LinkPorts {
 }
 
 /** The slots of a LinkPorts' read counters. */
-export const READ_SLOTS = 3;
+export const READ_SLOTS = 4;
 
 /** What a LoopThread's worker receives as `workerData`. */
 export interface LoopThreadData {
