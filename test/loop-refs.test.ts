@@ -246,4 +246,23 @@ describe('loops passed between threads', () => {
     expect(out.viaRef).toBeInstanceOf(RuntimeError);
     expect((out.viaRef as Error).message).toBe(death);
   }, 60_000);
+
+  it('passes a pool as the second argument of a call (its ports sit deep in the arguments)', async () => {
+    const out = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const pool = yield* LoopThreadPool.start(SERVICE, { size: 2, name: 'sib-deep-pool' });
+        const a = yield* LoopThread.start(SERVICE, { name: 'sib-deep-user' });
+        try {
+          const shown = yield* a.call('keepWith', 'got', pool);
+          const ids = yield* a.call<number[]>('askPool', 6);
+          return { shown, ids: [...new Set(ids)].sort(), poolIds: pool.threads().map((t) => t.threadId).sort() };
+        } finally {
+          yield* a.close();
+          yield* pool.close();
+        }
+      })(),
+    );
+    expect(out.shown).toBe("got <LoopRef of LoopThreadPool 'sib-deep-pool', 2 threads>");
+    expect(out.ids).toEqual(out.poolIds);
+  }, 60_000);
 });
