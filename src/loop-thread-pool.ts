@@ -1,8 +1,9 @@
 /**
  * A pool of LoopThreads hosting one module, that heals: each call goes to the thread with the
- * fewest calls in flight; a thread that dies fails only its own calls and is replaced, within a
- * restart budget. Built on LoopThread's public face: every thread is a LoopThread named
- * `<pool>-<i>`, so ps() and pstree() list the pool's threads by their names.
+ * fewest calls in flight; a thread that dies fails only the calls it had started (the others go
+ * to another thread) and is replaced, within a restart budget. Built on LoopThread's public
+ * face: every thread is a LoopThread named `<pool>-<i>`, so ps() and pstree() list the pool's
+ * threads by their names.
  */
 import { availableParallelism } from 'node:os';
 import type { ConcurrentFuture } from './concurrent.js';
@@ -80,7 +81,8 @@ class Slot {
 /**
  * N LoopThreads hosting the same module. `call`, `callSoonThreadsafe`, `submit` and `proxy` go to
  * the thread with the fewest calls in flight; `broadcast` calls every thread. A thread that dies
- * fails only its own calls in flight (with its death error, as a LoopThread's) and is replaced
+ * fails only the calls it had started (with its death error, as a LoopThread's); the `call`s it
+ * had not started go to another thread, once. It is replaced
  * under the restart policy; while no thread is alive, calls wait for a replacement. Past the
  * restart budget (a replacement that fails to start counts too) the pool is broken: every call
  * fails at once with a RuntimeError whose cause is the last death.

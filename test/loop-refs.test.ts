@@ -265,4 +265,86 @@ describe('loops passed between threads', () => {
     expect(out.shown).toBe("got <LoopRef of LoopThreadPool 'sib-deep-pool', 2 threads>");
     expect(out.ids).toEqual(out.poolIds);
   }, 60_000);
+
+  it('passes on a LoopRef it received: a third thread reaches the loop directly, and learns of its death', async () => {
+    const out = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const a = yield* LoopThread.start(SERVICE, { name: 'sib-first' });
+        const b = yield* LoopThread.start(SERVICE, { name: 'sib-target' });
+        const c = yield* LoopThread.start(SERVICE, { name: 'sib-third' });
+        try {
+          yield* a.call('keep', b);
+          const shown = yield* a.call('passOn', c);
+          // The thread that passed it on is blocked: the third thread's call goes to b directly.
+          const blocked = new Int32Array(new SharedArrayBuffer(8));
+          const blocking = a.call('blockUntilReleased', blocked);
+          yield* until(() => Atomics.load(blocked, 0) === 1, 'the first thread blocks');
+          const answer = yield* c.call<number>('askSibling');
+          const waiting = c.call('waitOnSibling');
+          yield* c.call('hold', 0.05);
+          yield* b.terminate();
+          const death = yield* failureOf(waiting);
+          Atomics.store(blocked, 1, 1);
+          Atomics.notify(blocked, 1);
+          yield* blocking;
+          return { shown, answer, death, b: b.threadId };
+        } finally {
+          yield* a.close();
+          yield* c.close();
+        }
+      })(),
+    );
+    expect(out.shown).toBe("<LoopRef LoopThread 'sib-target'>");
+    expect(out.answer).toBe(out.b);
+    expect(out.death).toBeInstanceOf(RuntimeError);
+    expect((out.death as Error).message).toBe(`LoopThread 'sib-target' (thread ${out.b}) died: it was terminated`);
+  }, 60_000);
+
+  it("passes on a pool's LoopRef it received", async () => {
+    const out = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const pool = yield* LoopThreadPool.start(SERVICE, { size: 2, name: 'sib-passed-pool' });
+        const a = yield* LoopThread.start(SERVICE, { name: 'sib-pool-first' });
+        const c = yield* LoopThread.start(SERVICE, { name: 'sib-pool-third' });
+        try {
+          yield* a.call('keep', pool);
+          const shown = yield* a.call('passOn', c);
+          const ids = yield* c.call<number[]>('askPool', 6);
+          return { shown, ids: [...new Set(ids)].sort(), poolIds: pool.threads().map((t) => t.threadId).sort() };
+        } finally {
+          yield* a.close();
+          yield* c.close();
+          yield* pool.close();
+        }
+      })(),
+    );
+    expect(out.shown).toBe("<LoopRef of LoopThreadPool 'sib-passed-pool', 2 threads>");
+    expect(out.ids).toEqual(out.poolIds);
+  }, 60_000);
+
+  it('refuses to pass on a LoopRef whose loop is gone, naming it and its death', async () => {
+    const out = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const a = yield* LoopThread.start(SERVICE, { name: 'sib-passer' });
+        const b = yield* LoopThread.start(SERVICE, { name: 'sib-ended' });
+        const c = yield* LoopThread.start(SERVICE, { name: 'sib-receiver' });
+        try {
+          yield* a.call('keep', b);
+          yield* a.call('askSibling');
+          yield* b.terminate();
+          yield* failureOf(a.call('askSibling'));
+          const refused = yield* failureOf(a.call('passOn', c));
+          return { refused, b: b.threadId };
+        } finally {
+          yield* a.close();
+          yield* c.close();
+        }
+      })(),
+    );
+    expect(out.refused).toBeInstanceOf(TypeError);
+    expect((out.refused as Error).message).toBe(
+      `cannot send call 'keep' to LoopThread 'sib-receiver': argument 1 holds <LoopRef LoopThread 'sib-ended'>, whose loop is gone: ` +
+        `LoopThread 'sib-ended' (thread ${out.b}) died: it was terminated`,
+    );
+  }, 60_000);
 });

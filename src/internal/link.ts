@@ -27,7 +27,7 @@ import { _isThenable, isCoroutine } from '../coroutines.js';
 import { RuntimeError } from '../exceptions.js';
 import { CANCELLED, FAILED, Future } from '../futures.js';
 import { ensureFuture } from '../task.js';
-import { collectTransfers } from '../transfer.js';
+import { collectTransfers, move } from '../transfer.js';
 import { decodeError, encodeError, type EncodedError } from './errors.js';
 import { typeName } from './format.js';
 import { quoteName } from './module-ref.js';
@@ -52,11 +52,13 @@ import {
   OP_NOTIFY,
   OP_ORIGIN,
   OP_CONTEXT,
+  OP_LINK,
   OP_REPLAY,
   OP_REPLAY_END,
   OP_RESULT,
   OP_SIZE,
   OP_UNREADABLE,
+  isLinkPorts,
   type LinkPorts,
 } from './messages.js';
 
@@ -600,6 +602,21 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     return this.#death !== null;
   }
 
+  /** @internal The error calls fail with now that the link is dead; null while it lives. */
+  _deathError(): Error | null {
+    return this.#death === null ? null : this.#death();
+  }
+
+  /**
+   * @internal Have the peer serve `ports` as a new link of its loop, offering what it offers this
+   * side (a LoopRef passed on); they are moved with the message.
+   */
+  _introduce(ports: LinkPorts): void {
+    move(ports.inPort);
+    move(ports.outPort);
+    this.#push(OP_LINK, 0, 0, ports);
+  }
+
   /** @internal The caller's Future of call `id` was cancelled: cancel the remote side too. */
   _cancelRemote(id: number, message: string | null): void {
     if (this.#pending.delete(id) && this.#death === null) this.#push(OP_CANCEL, id, message, 0);
@@ -1091,6 +1108,12 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
         case OP_DIED:
           this.#peerDied(id, a === null ? null : decodeError(a as EncodedError));
           break;
+        case OP_LINK: {
+          // A loop that holds a LoopRef to this one passed it on: serve the new link as this one.
+          const ports = batch[i + 3];
+          if (isLinkPorts(ports)) new Link(this.loop, ports, this.#target, 'a loop another thread introduced', { maxCallsInFlight: this.#maxOps });
+          break;
+        }
         default:
           throw new RuntimeError(`unknown operation ${op} from ${this.#peer}`);
       }

@@ -4,7 +4,8 @@
  * side goes to the thread that runs the loop, which serves it as it serves its other links. So
  * the receiver reaches the same loop directly, never through the thread that introduced them, and
  * learns of that loop's death as any link does (the dying thread says so; a terminated one's
- * ports close).
+ * ports close). A LoopRef received is passed on the same way, its new link's other side going to
+ * the loop's thread through the link it has.
  */
 import { MessageChannel } from 'node:worker_threads';
 import type { ConcurrentFuture } from '../concurrent.js';
@@ -16,9 +17,9 @@ import type { LoopRef, RemoteProxy } from '../loop-thread.js';
 import { move } from '../transfer.js';
 import { newId } from './introspect.js';
 import { Link, type CallTarget, type LinkOptions } from './link.js';
-import { READ_SLOTS, type LinkPorts } from './messages.js';
+import { READ_SLOTS, isLinkPorts, type LinkPorts } from './messages.js';
 import { deathDescriber, isFate, silentDeath } from './thread-deaths.js';
-import { WIRE, _setLoopDecoder } from './wire.js';
+import { CROSSES, WIRE, _setLoopDecoder } from './wire.js';
 
 /**
  * Two channels make a link: each side listens on one and posts on the other, and says how far it read.
@@ -130,6 +131,17 @@ class RemoteLoop implements LoopRef {
     return `<LoopRef ${this.#peer}>`;
   }
 
+  /**
+   * Cross to another thread as a LoopRef to the same loop over a link of its own: its far side
+   * goes to the loop's thread through this ref's link, which the loop serves as it serves this one.
+   */
+  [CROSSES](what: string): Record<string, unknown> {
+    const link = this.#link ?? this.#linkHere(true);
+    const death = link._deathError();
+    if (death !== null) throw new TypeError(`${what} holds ${this}, whose loop is gone: ${death.message}`, { cause: death });
+    return loopRecord(this.#peer, (ports) => link._introduce(ports), this.#thread);
+  }
+
   #linkHere(outsideLoops = false): Link {
     let loop: EventLoop | null = null;
     try {
@@ -187,6 +199,13 @@ class RemotePool implements LoopRef {
     return `<LoopRef of LoopThreadPool '${this.#name}', ${this.#loops.length} threads>`;
   }
 
+  /** Cross to another thread as a LoopRef of the same pool: the loops of it alive now, each passed on. */
+  [CROSSES](what: string): Record<string, unknown> {
+    const loops = this.#loops.filter((loop) => !loop._isDead()).map((loop) => loop[CROSSES](what));
+    if (loops.length === 0) throw new TypeError(`${what} holds ${this}, none of whose threads is alive`);
+    return { [WIRE]: 'pool', name: this.#name, loops };
+  }
+
   #pick(): RemoteLoop {
     const loops = this.#loops;
     let best: RemoteLoop | null = null;
@@ -208,22 +227,6 @@ class RemotePool implements LoopRef {
   }
 }
 
-function isPorts(value: unknown): value is LinkPorts {
-  const ports = value as Partial<LinkPorts> | null;
-  return (
-    typeof ports === 'object' &&
-    ports !== null &&
-    typeof ports.id === 'number' &&
-    typeof ports.peerId === 'number' &&
-    ports.inRead instanceof Int32Array &&
-    ports.inRead.length === READ_SLOTS &&
-    ports.outRead instanceof Int32Array &&
-    ports.outRead.length === READ_SLOTS &&
-    typeof ports.inPort?.postMessage === 'function' &&
-    typeof ports.outPort?.postMessage === 'function'
-  );
-}
-
 function isThread(value: unknown): value is ThreadOfLoop {
   const thread = value as Partial<ThreadOfLoop> | null;
   return typeof thread === 'object' && thread !== null && typeof thread.name === 'string' && Number.isSafeInteger(thread.threadId) && isFate(thread.fate);
@@ -231,7 +234,7 @@ function isThread(value: unknown): value is ThreadOfLoop {
 
 function decodeLoop(record: Record<string, unknown>): RemoteLoop {
   const { peer, ports, thread } = record;
-  if (typeof peer !== 'string' || !isPorts(ports)) throw new TypeError('a LoopRef arrived without its link');
+  if (typeof peer !== 'string' || !isLinkPorts(ports)) throw new TypeError('a LoopRef arrived without its link');
   if (thread !== undefined && !isThread(thread)) throw new TypeError(`a LoopRef of ${peer} arrived with a malformed thread record`);
   return new RemoteLoop(peer, ports, thread ?? null);
 }

@@ -49,6 +49,12 @@ export const OP_ORIGIN = 13;
  * caller's context changes, and only while some variable is registered (internal/travel.ts).
  */
 export const OP_CONTEXT = 14;
+/**
+ * `[LINK, 0, 0, ports]`: serve `ports` (LinkPorts, moved with the message) as a new link of the
+ * receiver's loop, offering what this link offers: a LoopRef the sender holds was passed on to
+ * another thread, which reaches the loop directly over it.
+ */
+export const OP_LINK = 15;
 /** The message of the CancelledError of calls still in flight when their loop closes. */
 export const CLOSING = 'the loop that made the call is closing';
 /** The slots of one operation record. */
@@ -86,6 +92,23 @@ export interface LinkPorts {
 
 /** The slots of a LinkPorts' read counters. */
 export const READ_SLOTS = 4;
+
+/** Whether `value` is a LinkPorts as it arrives from another thread (a hostile or broken peer may send anything). */
+export function isLinkPorts(value: unknown): value is LinkPorts {
+  const ports = value as Partial<LinkPorts> | null;
+  return (
+    typeof ports === 'object' &&
+    ports !== null &&
+    typeof ports.id === 'number' &&
+    typeof ports.peerId === 'number' &&
+    ports.inRead instanceof Int32Array &&
+    ports.inRead.length === READ_SLOTS &&
+    ports.outRead instanceof Int32Array &&
+    ports.outRead.length === READ_SLOTS &&
+    typeof ports.inPort?.postMessage === 'function' &&
+    typeof ports.outPort?.postMessage === 'function'
+  );
+}
 
 /** What a LoopThread's worker receives as `workerData`. */
 export interface LoopThreadData {
