@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CancelledError, LoopThreadPool, RuntimeError, gather, getRunningLoop, pstree, run, sleep, type Coroutine, type LoopThread } from '../src/index.js';
+import { CancelledError, LoopThreadPool, RuntimeError, gather, getRunningLoop, move, pstree, run, sleep, type Coroutine, type LoopThread } from '../src/index.js';
 
 const SERVICE = new URL('./fixtures/pool-service.mjs', import.meta.url);
 const scratch = mkdtempSync(join(tmpdir(), 'multiloop-pool-'));
@@ -247,5 +247,32 @@ describe('LoopThreadPool', () => {
     // Exiting in its first call, or terminated in it, it started none of the calls behind it.
     if (how !== 'throw') expect(outcomes.filter((outcome) => outcome === dead)).toEqual([]);
     expect(seen.stats).toMatchObject({ completed: n, failed: 1, inFlight: [0, 0] });
+  }, 60_000);
+
+  it('does not send again a call that moved a buffer (it went with the call): it fails with the death error', async () => {
+    const seen = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const pool = yield* LoopThreadPool.start(SERVICE, { size: 2, name: 'resend-moved' });
+        try {
+          const dying = pool.call('dieNow', 'exit');
+          const held = [pool.call<number>('hold', 0.2), pool.call<number>('hold', 0.2)];
+          // Slot 0 has the fewest calls in flight now: this one waits behind the call that ends its thread.
+          const buffer = new ArrayBuffer(16);
+          const moved = pool.call<number>('byteLength', move(buffer));
+          // Behind it too (a tie goes to the slot used last): copied, it goes to the other thread.
+          const copied = pool.call<number>('byteLength', new ArrayBuffer(8));
+          const outcomes = yield* gather([dying, moved, copied, ...held], { returnExceptions: true });
+          return { outcomes, detached: buffer.byteLength };
+        } finally {
+          yield* pool.close();
+        }
+      })(),
+    );
+    const [death, moved, copied] = seen.outcomes as [Error, unknown, unknown];
+    expect(death.message).toMatch(/^LoopThread 'resend-moved-0' \(thread \d+\) died: it exited with code 7$/);
+    expect(moved).toBeInstanceOf(RuntimeError);
+    expect((moved as Error).message).toBe(death.message);
+    expect(copied).toBe(8);
+    expect(seen.detached).toBe(0);
   }, 60_000);
 });
