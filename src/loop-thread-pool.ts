@@ -1,8 +1,9 @@
 /**
  * A pool of LoopThreads hosting one module, that heals: each call goes to the thread with the
- * fewest calls in flight; a thread that dies fails only its own calls and is replaced, within a
- * restart budget. Built on LoopThread's public face: every thread is a LoopThread named
- * `<pool>-<i>`, so ps() and pstree() list the pool's threads by their names.
+ * fewest calls in flight; a thread that dies fails only the calls it had started (the others go
+ * to another thread) and is replaced, within a restart budget. Built on LoopThread's public
+ * face: every thread is a LoopThread named `<pool>-<i>`, so ps() and pstree() list the pool's
+ * threads by their names.
  */
 import { availableParallelism } from 'node:os';
 import type { ConcurrentFuture } from './concurrent.js';
@@ -15,7 +16,8 @@ import { _getRunningLoop } from './internal/running.js';
 import type { EventLoop } from './base-events.js';
 import { yieldable } from './internal/yieldable.js';
 import { CROSSES, WIRE } from './internal/wire.js';
-import { checkMaxCallsInFlight } from './internal/link.js';
+import { checkMaxCallsInFlight, notStarted } from './internal/link.js';
+import { holdsMoved } from './transfer.js';
 import { LoopThread, type LoopRef, type RemoteProxy } from './loop-thread.js';
 import { gather } from './tasks.js';
 
@@ -59,6 +61,8 @@ class Slot {
   inFlight = 0;
   /** Counts one call of this slot as settled; one function per slot, not one per call. */
   readonly settled: (future: { cancelled(): boolean; exception(): unknown }) => void;
+  /** Counts one call of this slot out, for a call the pool settles itself (it may have been sent again). */
+  readonly released: () => void;
 
   constructor(
     readonly index: number,
@@ -68,13 +72,17 @@ class Slot {
       this.inFlight--;
       tally(future.cancelled() || future.exception() !== null);
     };
+    this.released = () => {
+      this.inFlight--;
+    };
   }
 }
 
 /**
  * N LoopThreads hosting the same module. `call`, `callSoonThreadsafe`, `submit` and `proxy` go to
  * the thread with the fewest calls in flight; `broadcast` calls every thread. A thread that dies
- * fails only its own calls in flight (with its death error, as a LoopThread's) and is replaced
+ * fails only the calls it had started (with its death error, as a LoopThread's); the `call`s it
+ * had not started go to another thread, once. It is replaced
  * under the restart policy; while no thread is alive, calls wait for a replacement. Past the
  * restart budget (a replacement that fails to start counts too) the pool is broken: every call
  * fails at once with a RuntimeError whose cause is the last death.
@@ -115,6 +123,7 @@ export class LoopThreadPool implements LoopRef {
     if (failed) this.#failed++;
     else this.#completed++;
   };
+  readonly #tallyCall = (future: Future<unknown>): void => this.#tally(future.cancelled() || future.exception() !== null);
 
   private constructor(
     url: string | URL,
@@ -162,17 +171,15 @@ export class LoopThreadPool implements LoopRef {
     return this.#slots.length;
   }
 
-  /** Run export `name` in the thread with the fewest calls in flight; a Future of the caller's loop. */
+  /**
+   * Run export `name` in the thread with the fewest calls in flight; a Future of the caller's loop.
+   * Should that thread die before it started the call, the call goes to another thread (once).
+   */
   call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
-    const slot = this.#pick();
-    if (slot !== null) {
-      const future = (slot.thread as LoopThread).call<T>(name, ...args);
-      slot.inFlight++;
-      future.addDoneCallback(slot.settled);
-      return future;
-    }
     const future = getEventLoop().createFuture<T>();
-    this.#later(future, () => this.call<T>(name, ...args));
+    future.addDoneCallback(this.#tallyCall);
+    // A call that moves buffers or ports cannot go twice: they went with it.
+    this.#send(future, name, args, holdsMoved(args) ? 0 : 1, true);
     return future;
   }
 
@@ -287,37 +294,54 @@ export class LoopThreadPool implements LoopRef {
     if (this.#broken !== null) throw this.#broken;
   }
 
+  /**
+   * Send call `name(...args)` for `future` to the thread with the fewest calls in flight (or once one
+   * is alive), settling `future` as that call; one the thread never started, because it died,
+   * is sent again while `resends` allow. `first`: the caller's own call, whose errors (a broken
+   * pool, a name that is not exported) are thrown to it.
+   */
+  #send<T>(future: Future<T>, name: string, args: unknown[], resends: number, first: boolean): void {
+    let slot: Slot | null;
+    let call: Future<T>;
+    try {
+      slot = this.#pick();
+      if (slot === null) {
+        this.#whenAlive(future, () => this.#send(future, name, args, resends, false));
+        return;
+      }
+      call = (slot.thread as LoopThread).call<T>(name, ...args);
+    } catch (error) {
+      if (first) throw error;
+      future.setException(error as Error);
+      return;
+    }
+    slot.inFlight++;
+    call.addDoneCallback(slot.released);
+    call.addDoneCallback((done) => {
+      if (future.done()) return;
+      if (done.cancelled()) future.cancel();
+      else if (done.exception() === null) future.setResult(done.result());
+      else if (resends > 0 && notStarted(done) && this.#closing === null) this.#send(future, name, args, resends - 1, false);
+      else future.setException(done.exception() as Error);
+    });
+    future.addDoneCallback(() => {
+      if (future.cancelled()) call.cancel();
+    });
+  }
+
+  /** Run `send` from `future`'s loop once a thread is alive (or the pool is broken); nothing when `future` is done by then. */
+  #whenAlive(future: Future<unknown>, send: () => void): void {
+    const loop = future.getLoop();
+    this.#waiting.push(() => {
+      if (!loop.isClosed()) loop.callSoonThreadsafe(() => {
+        if (!future.done()) send();
+      });
+    });
+  }
+
   /** For submit(), which cannot wait: no thread is alive now. */
   #failNow(): never {
     throw new RuntimeError(`LoopThreadPool '${this.name}' has no thread alive now (its threads are being replaced)`);
-  }
-
-  /** Run `dispatch` once a thread is alive, settling `future` as the call it makes; cancelling `future` drops it. */
-  #later<T>(future: Future<T>, dispatch: () => Future<T>): void {
-    const loop = future.getLoop();
-    const send = (): void => {
-      if (future.done()) return;
-      let call: Future<T>;
-      try {
-        call = dispatch();
-      } catch (error) {
-        future.setException(error as Error);
-        return;
-      }
-      call.addDoneCallback((done) => {
-        if (future.done()) return;
-        if (done.cancelled()) future.cancel();
-        else if (done.exception() !== null) future.setException(done.exception() as Error);
-        else future.setResult(done.result());
-      });
-      future.addDoneCallback(() => {
-        if (future.cancelled()) call.cancel();
-      });
-    };
-    // Sent from the caller's loop (its link, its Future), whichever thread event frees a thread.
-    this.#waiting.push(() => {
-      if (!loop.isClosed()) loop.callSoonThreadsafe(send);
-    });
   }
 
   /** Run the calls that waited for a thread (or fail them, when the pool is broken or closed). */

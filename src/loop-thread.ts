@@ -25,6 +25,7 @@ import { INSPECT } from './internal/format.js';
 import { _setThreadGuard, newThreadGuard, stopQueueOperations } from './internal/threads/guard.js';
 import { currentThreadName, forgetThread, heartbeat, rememberThread } from './internal/introspect.js';
 import { loopRecord, makeLinkPorts, proxyOf } from './internal/loop-refs.js';
+import { FATE_CLOSING, FATE_OUT_OF_MEMORY, FATE_RUNNING, FATE_TERMINATED, closedError, deathDescriber, deathError, describeError, newFate } from './internal/thread-deaths.js';
 import { CROSSES } from './internal/wire.js';
 import { snapshotThisThread, thisHeartbeat, unresponsiveThread, type ThreadSnapshot } from './internal/snapshot.js';
 
@@ -206,6 +207,8 @@ export class LoopThread implements LoopRef {
   readonly #worker: Worker;
   /** The thread's guard of ThreadQueue operations (see terminateSafely). */
   #guard: SharedArrayBuffer = newThreadGuard();
+  /** What was done to the thread, for the LoopRefs to it in other threads (internal/thread-deaths.ts). */
+  readonly #fate: Int32Array;
   readonly #links = new Map<EventLoop, Link>();
   readonly #exports: Set<string>;
   readonly #others: Set<string>;
@@ -228,7 +231,9 @@ export class LoopThread implements LoopRef {
     moduleUrl: string,
     ready: { exports: string[]; others: string[]; heartbeat?: Float64Array },
     exited: Promise<void>,
+    fate: Int32Array,
   ) {
+    this.#fate = fate;
     this.#worker = worker;
     this.threadId = worker.threadId;
     this.name = name;
@@ -328,6 +333,7 @@ export class LoopThread implements LoopRef {
         : null;
 
     let failure: Error | null = null;
+    const fate = newFate();
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     const ready = await new Promise<{ exports: string[]; others: string[]; heartbeat: Float64Array } | null>((resolve) => {
       worker.on('message', (message: FromWorker) => {
@@ -347,7 +353,10 @@ export class LoopThread implements LoopRef {
         if (thread === null) {
           failure ??= thrown instanceof Error ? thrown : new RuntimeError(`${peer} failed before its loop ran: uncaught ${String(thrown)}`, { cause: thrown });
           resolve(null);
-        } else thread.#kill(() => deathError(name, threadId, describeError(thrown), thrown));
+        } else {
+          if ((thrown as { code?: unknown } | null)?.code === 'ERR_WORKER_OUT_OF_MEMORY') Atomics.store(fate, 0, FATE_OUT_OF_MEMORY);
+          thread.#kill(() => deathError(name, threadId, describeError(thrown), thrown));
+        }
       });
       worker.on('exit', (code) => {
         if (thread === null) {
@@ -362,7 +371,7 @@ export class LoopThread implements LoopRef {
       throw failure ?? new RuntimeError(`${peer} could not start`);
     }
     worker.unref();
-    thread = new LoopThread(worker, name, url, ready, exited);
+    thread = new LoopThread(worker, name, url, ready, exited, fate);
     thread.#guard = data.guard;
     thread.#maxCallsInFlight = maxCallsInFlight;
     const started = thread;
@@ -457,11 +466,13 @@ export class LoopThread implements LoopRef {
     this.#closing = yieldable((async () => {
       if (this.#death === null) {
         const message: ToWorker = { type: 'close' };
+        Atomics.compareExchange(this.#fate, 0, FATE_RUNNING, FATE_CLOSING);
         this.#worker.postMessage(message);
         // Whoever awaits the close is kept alive until the thread is gone (the worker is unref'd otherwise).
         this.#worker.ref();
         const timer = setTimeout(() => {
           this.#terminated = true;
+          Atomics.store(this.#fate, 0, FATE_TERMINATED);
           void terminateSafely(this.#worker, this.#guard);
         }, CLOSE_GRACE_MS);
         timer.unref();
@@ -481,10 +492,11 @@ export class LoopThread implements LoopRef {
   [CROSSES](what: string): Record<string, unknown> {
     const death = this.#death;
     if (death !== null) throw new TypeError(`${what} holds ${this}, whose thread is gone: ${death().message}`);
+    const thread = { name: this.name, threadId: this.threadId, fate: this.#fate };
     return loopRecord(`LoopThread '${this.name}'`, (ports) => {
       const message: ToWorker = { type: 'link', ports };
       this.#worker.postMessage(message, [ports.inPort, ports.outPort]);
-    });
+    }, thread);
   }
 
   /** `await using lt = await LoopThread.start(...)`: `close()` when the scope ends. */
@@ -495,6 +507,8 @@ export class LoopThread implements LoopRef {
   /** End the thread at once (Worker.terminate); pending calls fail. */
   terminate(): YieldablePromise<void> {
     this.#terminated = true;
+    // Before the thread ends: a LoopRef to it reads why as its end of the link closes.
+    Atomics.store(this.#fate, 0, FATE_TERMINATED);
     return yieldable(terminateSafely(this.#worker, this.#guard).then(() => this.#exited));
   }
 
@@ -543,7 +557,7 @@ export class LoopThread implements LoopRef {
 
   #onExit(code: number): void {
     if (this.#closing !== null && !this.#terminated && code === 0) {
-      this.#kill(() => new RuntimeError(`LoopThread '${this.name}' is closed`));
+      this.#kill(() => closedError(this.name));
     } else if (this.#terminated) {
       this.#kill(() => deathError(this.name, this.threadId, 'it was terminated', null));
     } else {
@@ -571,17 +585,6 @@ export class LoopThread implements LoopRef {
   }
 }
 
-/** The error every call fails with once the thread died for `reason` (with `cause`, when there is one). */
-function deathError(name: string, threadId: number, reason: string, cause: unknown): Error {
-  const message = `LoopThread '${name}' (thread ${threadId}) died: ${reason}`;
-  return cause === null ? new RuntimeError(message) : new RuntimeError(message, { cause });
-}
-
-/**
- * The error of a thread that ended by itself with exit `code` and the `uncaught` error (or
- * null), worded as the worker's events word it; a link learns these from the dying thread's
- * last message, possibly before those events arrive (or while this thread blocks).
- */
 /**
  * Terminate `worker` once it is out of any ThreadQueue operation: a thread ended in the middle of
  * one would leave the queue's lock held (threads/guard.ts).
@@ -589,19 +592,6 @@ function deathError(name: string, threadId: number, reason: string, cause: unkno
 function terminateSafely(worker: Worker, guard: SharedArrayBuffer): Promise<number> {
   stopQueueOperations(guard);
   return worker.terminate();
-}
-
-function deathDescriber(name: string, threadId: number): (code: number, uncaught: unknown) => Error {
-  return (code, uncaught) =>
-    uncaught === null
-      ? deathError(name, threadId, `it exited with code ${code}`, null)
-      : deathError(name, threadId, describeError(uncaught), uncaught);
-}
-
-function describeError(thrown: unknown): string {
-  if (!(thrown instanceof Error)) return `uncaught ${typeof thrown === 'string' ? JSON.stringify(thrown) : String(thrown)}`;
-  if ((thrown as Error & { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY') return 'it ran out of memory (resourceLimits exceeded)';
-  return `uncaught ${thrown.name}: ${thrown.message}`;
 }
 
 // ───────────────────────────── inside the thread ─────────────────────────────

@@ -15,11 +15,8 @@ const marked = new WeakSet<ArrayBuffer | MessagePort>();
 /** How many marks are live, so values cross without a scan while nobody uses `move()`. */
 let liveMarks = 0;
 
-/**
- * Containers nested deeper than this are not searched for moved buffers (the ports of a pool's
- * LoopRef sit five levels down in the encoded arguments: envelope, record, loops, loop, link).
- */
-const MAX_DEPTH = 5;
+/** Arrays longer than this are searched by their own keys: a sparse one may be billions long. */
+const DENSE_SEARCH = 1 << 16;
 
 /**
  * Mark an ArrayBuffer (or the buffer under a typed array or DataView) to be transferred rather
@@ -62,9 +59,10 @@ export function move<T extends ArrayBuffer | ArrayBufferView | MessagePort>(valu
 }
 
 /**
- * Append to `out` the moved buffers found in `value`: the value itself, or inside plain arrays
- * and plain objects up to five levels down. Each mark found is used up, so a buffer is
- * listed once.
+ * Append to `out` the moved buffers found in `value`: the value itself, or anywhere inside plain
+ * arrays, plain objects, Maps and Sets, however deep (each container is looked at once, so
+ * cycles end; the search keeps its own stack, so depth cannot overflow this thread's). Each
+ * mark found is used up, so a buffer is listed once.
  *
  * @internal
  * @example
@@ -76,30 +74,61 @@ export function move<T extends ArrayBuffer | ArrayBufferView | MessagePort>(valu
  */
 export function collectTransfers(value: unknown, out: Transferable[]): void {
   if (liveMarks === 0) return;
-  visit(value, out, 0);
+  visit(value, out);
 }
 
-function visit(value: unknown, out: Transferable[], depth: number): void {
-  if (typeof value !== 'object' || value === null) return;
-  if (value instanceof ArrayBuffer || value instanceof MessagePort) {
-    take(value, out);
-    return;
+function visit(root: unknown, out: Transferable[]): void {
+  if (typeof root !== 'object' || root === null) return;
+  const pending: object[] = [root];
+  const seen = new Set<object>();
+  while (pending.length > 0 && liveMarks > 0) {
+    const value = pending.pop() as object;
+    if (seen.has(value)) continue;
+    seen.add(value);
+    if (value instanceof ArrayBuffer || value instanceof MessagePort) {
+      take(value, out);
+    } else if (ArrayBuffer.isView(value)) {
+      if (value.buffer instanceof ArrayBuffer) take(value.buffer, out);
+    } else if (Array.isArray(value)) {
+      if (value.length <= DENSE_SEARCH) for (let i = 0; i < value.length; i++) push(pending, value[i]);
+      else for (const key of Object.keys(value)) push(pending, (value as unknown[])[key as unknown as number]);
+    } else if (value instanceof Map) {
+      for (const [key, item] of value) {
+        push(pending, key);
+        push(pending, item);
+      }
+    } else if (value instanceof Set) {
+      for (const item of value) push(pending, item);
+    } else {
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (proto === Object.prototype || proto === null) for (const key of Object.keys(value)) push(pending, (value as Record<string, unknown>)[key]);
+    }
   }
-  if (ArrayBuffer.isView(value)) {
-    if (value.buffer instanceof ArrayBuffer) take(value.buffer, out);
-    return;
-  }
-  if (depth === MAX_DEPTH) return;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length && liveMarks > 0; i++) visit(value[i], out, depth + 1);
-    return;
-  }
-  const proto: unknown = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return;
-  for (const key in value) {
-    if (liveMarks === 0) return;
-    visit((value as Record<string, unknown>)[key], out, depth + 1);
-  }
+}
+
+function push(pending: object[], value: unknown): void {
+  if (typeof value === 'object' && value !== null) pending.push(value);
+}
+
+/**
+ * Whether `value` holds buffers or ports marked by `move()` (where `collectTransfers` looks), without
+ * using up their marks: a call that moves something cannot be sent a second time.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * const resendable = !holdsMoved(args);
+ * ```
+ */
+export function holdsMoved(value: unknown): boolean {
+  if (liveMarks === 0) return false;
+  const out: Transferable[] = [];
+  const before = liveMarks;
+  visit(value, out);
+  // Marked again: the search used them up.
+  for (const item of out) marked.add(item as ArrayBuffer | MessagePort);
+  liveMarks = before;
+  return out.length > 0;
 }
 
 function take(buffer: ArrayBuffer | MessagePort, out: Transferable[]): void {

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CancelledError, LoopThreadPool, RuntimeError, getRunningLoop, pstree, run, sleep, type Coroutine } from '../src/index.js';
+import { CancelledError, LoopThreadPool, RuntimeError, gather, getRunningLoop, move, pstree, run, sleep, type Coroutine, type LoopThread } from '../src/index.js';
 
 const SERVICE = new URL('./fixtures/pool-service.mjs', import.meta.url);
 const scratch = mkdtempSync(join(tmpdir(), 'multiloop-pool-'));
@@ -201,4 +201,78 @@ describe('LoopThreadPool', () => {
     );
     expect(message).toBe("RuntimeError: LoopThreadPool 'closing' is closed (true)");
   });
+
+  it.each([
+    ['exit', /^LoopThread 'resend-exit-\d' \(thread (\d+)\) died: it exited with code 7$/],
+    ['throw', /^LoopThread 'resend-throw-\d' \(thread (\d+)\) died: uncaught Error: uncaught in a burst$/],
+    ['terminate', /^LoopThread 'resend-terminate-\d' \(thread (\d+)\) died: it was terminated$/],
+  ])('sends the calls a thread never started to another when it dies mid-burst (%s): none runs twice, none is lost', async (how, death) => {
+    const n = 400;
+    const seen = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const pool = yield* LoopThreadPool.start(SERVICE, { size: 2, name: `resend-${how}` });
+        try {
+          const runs = new Int32Array(new SharedArrayBuffer(4 * n));
+          const flag = new Int32Array(new SharedArrayBuffer(8));
+          // The first call goes to slot 0, then they alternate: slot 0 has some 200 calls behind the one that ends it.
+          const dying = how === 'terminate' ? pool.call('spinForever', flag) : pool.call('dieNow', how);
+          const calls = Array.from({ length: n }, (_, i) => pool.call<number>('mark', runs, i));
+          if (how === 'terminate') {
+            yield* until(() => Atomics.load(flag, 0) === 1, 'a thread spins');
+            const spinning = pool.threads().find((thread) => thread.threadId === Atomics.load(flag, 1)) as LoopThread;
+            yield* spinning.terminate();
+          }
+          const outcomes = yield* gather(calls, { returnExceptions: true });
+          let error: unknown = null;
+          try {
+            yield* dying;
+          } catch (caught) {
+            error = caught;
+          }
+          return { outcomes, runs: [...runs], error, stats: pool.statistics() };
+        } finally {
+          yield* pool.close();
+        }
+      })(),
+    );
+    const error = seen.error as Error;
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error.message).toMatch(death);
+    const dead = Number(death.exec(error.message)?.[1]);
+    const outcomes = seen.outcomes as unknown[];
+    // Each call ran once and returned: those the thread that died had started before it died (an
+    // uncaught error ends it once the calls of the batch that threw have run), the others elsewhere.
+    expect(outcomes.filter((outcome) => typeof outcome !== 'number')).toEqual([]);
+    expect(seen.runs).toEqual(Array.from({ length: n }, () => 1));
+    // Exiting in its first call, or terminated in it, it started none of the calls behind it.
+    if (how !== 'throw') expect(outcomes.filter((outcome) => outcome === dead)).toEqual([]);
+    expect(seen.stats).toMatchObject({ completed: n, failed: 1, inFlight: [0, 0] });
+  }, 60_000);
+
+  it('does not send again a call that moved a buffer (it went with the call): it fails with the death error', async () => {
+    const seen = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const pool = yield* LoopThreadPool.start(SERVICE, { size: 2, name: 'resend-moved' });
+        try {
+          const dying = pool.call('dieNow', 'exit');
+          const held = [pool.call<number>('hold', 0.2), pool.call<number>('hold', 0.2)];
+          // Slot 0 has the fewest calls in flight now: this one waits behind the call that ends its thread.
+          const buffer = new ArrayBuffer(16);
+          const moved = pool.call<number>('byteLength', move(buffer));
+          // Behind it too (a tie goes to the slot used last): copied, it goes to the other thread.
+          const copied = pool.call<number>('byteLength', new ArrayBuffer(8));
+          const outcomes = yield* gather([dying, moved, copied, ...held], { returnExceptions: true });
+          return { outcomes, detached: buffer.byteLength };
+        } finally {
+          yield* pool.close();
+        }
+      })(),
+    );
+    const [death, moved, copied] = seen.outcomes as [Error, unknown, unknown];
+    expect(death.message).toMatch(/^LoopThread 'resend-moved-0' \(thread \d+\) died: it exited with code 7$/);
+    expect(moved).toBeInstanceOf(RuntimeError);
+    expect((moved as Error).message).toBe(death.message);
+    expect(copied).toBe(8);
+    expect(seen.detached).toBe(0);
+  }, 60_000);
 });

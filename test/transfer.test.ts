@@ -76,19 +76,38 @@ describe('collectTransfers', () => {
     expect(collected([Object.assign(Object.create(null) as object, { bare })])).toEqual([bare]);
   });
 
-  it('looks five levels down and no deeper', () => {
+  it('looks however deep: a chain deeper than any stack, cycles, and a sparse array billions long end', () => {
     const buffer = move(new ArrayBuffer(8));
-    expect(collected([[[[[[buffer]]]]]])).toEqual([]);
-    expect(collected([[[[[buffer]]]]])).toEqual([buffer]);
+    let chain: unknown = [buffer];
+    for (let i = 0; i < 200_000; i++) chain = i % 2 === 0 ? [chain] : { next: chain };
+    expect(collected(chain)).toEqual([buffer]);
+
+    const cyclic = move(new ArrayBuffer(8));
+    const a: Record<string, unknown> = {};
+    const b: unknown[] = [a];
+    a.b = b;
+    a.self = a;
+    b.push(b, { cyclic });
+    expect(collected([a, b])).toEqual([cyclic]);
+
+    const sparse = move(new ArrayBuffer(8));
+    const holes: unknown[] = [];
+    holes.length = 2 ** 32 - 1;
+    holes[2 ** 32 - 2] = { sparse };
+    expect(collected({ holes })).toEqual([sparse]);
   });
 
-  it('does not look inside Maps, Sets or class instances', () => {
+  it('looks inside Maps and Sets (keys too), not inside class instances', () => {
     class Box {
       constructor(readonly buffer: ArrayBuffer) {}
     }
-    const buffer = move(new ArrayBuffer(8));
-    expect(collected([new Map([['k', buffer]]), new Set([buffer]), new Box(buffer)])).toEqual([]);
-    expect(collected(buffer)).toEqual([buffer]);
+    const boxed = move(new ArrayBuffer(8));
+    expect(collected([new Box(boxed)])).toEqual([]);
+    expect(collected(boxed)).toEqual([boxed]);
+    const key = move(new ArrayBuffer(1));
+    const value = move(new ArrayBuffer(2));
+    const item = move(new ArrayBuffer(3));
+    expect(new Set(collected([new Map([[key, { value }]]), new Set([[item]])]))).toEqual(new Set([key, value, item]));
   });
 
   it('lists a buffer once, and a mark is used up by one transfer', () => {

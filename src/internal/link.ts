@@ -27,7 +27,7 @@ import { _isThenable, isCoroutine } from '../coroutines.js';
 import { RuntimeError } from '../exceptions.js';
 import { CANCELLED, FAILED, Future } from '../futures.js';
 import { ensureFuture } from '../task.js';
-import { collectTransfers } from '../transfer.js';
+import { collectTransfers, move } from '../transfer.js';
 import { decodeError, encodeError, type EncodedError } from './errors.js';
 import { typeName } from './format.js';
 import { quoteName } from './module-ref.js';
@@ -52,11 +52,13 @@ import {
   OP_NOTIFY,
   OP_ORIGIN,
   OP_CONTEXT,
+  OP_LINK,
   OP_REPLAY,
   OP_REPLAY_END,
   OP_RESULT,
   OP_SIZE,
   OP_UNREADABLE,
+  isLinkPorts,
   type LinkPorts,
 } from './messages.js';
 
@@ -77,6 +79,8 @@ export interface LinkOptions {
   describeDeath?: (code: number, uncaught: unknown) => Error;
   /** Told when the link learned of the peer's death itself (from the dying thread's last message). */
   onDeath?: (makeError: () => Error) => void;
+  /** The error calls fail with when the peer's end of the link closed without a word (default: "<peer> is gone"). */
+  describeGone?: () => Error;
   /**
    * How many operations (calls, callSoonThreadsafe, replies) this side may have posted that the
    * peer has not taken in yet; beyond it, the thread waits for the peer (see #makeRoom).
@@ -120,6 +124,8 @@ export function _setStallMs(ms: number): number {
 class RemoteCallFuture<T> extends Future<T> {
   _link: Link | null = null;
   _id = 0;
+  /** It failed because the peer died before it started the call (its function never ran there). */
+  _notStarted = false;
   /** The function called there, for ps() and reprs. */
   _callName = '';
 
@@ -128,6 +134,14 @@ class RemoteCallFuture<T> extends Future<T> {
     if (cancelled && this._link !== null) this._link._cancelRemote(this._id, msg ?? null);
     return cancelled;
   }
+}
+
+/**
+ * Whether `future`, a Future of a call made through a link, failed because the peer's thread died
+ * before it started the call: its function never ran, so it may be sent elsewhere once.
+ */
+export function notStarted(future: unknown): boolean {
+  return future instanceof RemoteCallFuture && future._notStarted;
 }
 
 /** What a Future of a call to another thread stands for ("call 'f' in LoopThread 'svc'"), or null for any other future. */
@@ -313,12 +327,16 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     this.#maxOps = options.maxCallsInFlight ?? DEFAULT_MAX_CALLS_IN_FLIGHT;
     this.#in.on('message', (message: unknown[]) => this.#arrive(message, false));
     this.#in.on('messageerror', (error: unknown) => this.#unreadable(error));
+    const gone = options.describeGone ?? (() => new RuntimeError(`${this.#peer} is gone: its end of the link closed`));
+    let closedAlready = false;
     if (options.ownedByThread !== true) {
       // After every message that came before it: nothing is left to take (and a closed port cannot be read).
       this.#in.on('close', () => {
         this.#inClosed = true;
-        this._fail(() => new RuntimeError(`${this.#peer} is gone: its end of the link closed`), false);
+        this._fail(gone, false);
       });
+      // Its peer may have closed before anyone listened (a LoopRef's ports wait unused until its first call).
+      closedAlready = !isOpen(this.#in);
     }
     // The running loop keeps the thread alive; an idle inbox must not.
     this.#in.unref();
@@ -328,6 +346,10 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     this.#ensureBell();
     loop._addPollable(this);
     watchExit(this);
+    if (closedAlready) {
+      this.#inClosed = true;
+      this._fail(gone, false);
+    }
   }
 
   /** Call `name(...args)` there; a Future of this side's loop follows the remote call. */
@@ -580,6 +602,21 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     return this.#death !== null;
   }
 
+  /** @internal The error calls fail with now that the link is dead; null while it lives. */
+  _deathError(): Error | null {
+    return this.#death === null ? null : this.#death();
+  }
+
+  /**
+   * @internal Have the peer serve `ports` as a new link of its loop, offering what it offers this
+   * side (a LoopRef passed on); they are moved with the message.
+   */
+  _introduce(ports: LinkPorts): void {
+    move(ports.inPort);
+    move(ports.outPort);
+    this.#push(OP_LINK, 0, 0, ports);
+  }
+
   /** @internal The caller's Future of call `id` was cancelled: cancel the remote side too. */
   _cancelRemote(id: number, message: string | null): void {
     if (this.#pending.delete(id) && this.#death === null) this.#push(OP_CANCEL, id, message, 0);
@@ -603,7 +640,13 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     openLinks.delete(this);
     this.loop._removeCallsInFlight(this);
     this.loop._removePollable(this);
-    const pending = [...this.#pending.values()];
+    // The peer starts calls in the order they were made: those after the last one it started never ran.
+    const started = peerGone ? Atomics.load(this.#peerRead, 3) : null;
+    const pending: Array<RemoteCallFuture<unknown> | ConcurrentFuture<unknown>> = [];
+    for (const [id, future] of this.#pending) {
+      if (started !== null && future instanceof RemoteCallFuture && ((id - started) | 0) > 0) future._notStarted = true;
+      pending.push(future);
+    }
     this.#pending.clear();
     const running = [...this.#running.values()];
     this.#running.clear();
@@ -1065,6 +1108,12 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
         case OP_DIED:
           this.#peerDied(id, a === null ? null : decodeError(a as EncodedError));
           break;
+        case OP_LINK: {
+          // A loop that holds a LoopRef to this one passed it on: serve the new link as this one.
+          const ports = batch[i + 3];
+          if (isLinkPorts(ports)) new Link(this.loop, ports, this.#target, 'a loop another thread introduced', { maxCallsInFlight: this.#maxOps });
+          break;
+        }
         default:
           throw new RuntimeError(`unknown operation ${op} from ${this.#peer}`);
       }
@@ -1102,6 +1151,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
 
   /** Run a call that arrived, inside a loop callback: `id` 0 means no reply is expected. */
   #start(id: number, nameId: number, args: unknown[]): void {
+    // Before anything of it runs: should this thread die now, the caller knows this call may have run.
+    if (id !== 0) Atomics.store(this.#read, 3, id);
     const name = this.#names[nameId] as string;
     let result: unknown;
     let context: Context | null = null;
@@ -1167,6 +1218,16 @@ function describeDeath(peer: string, code: number, uncaught: unknown): Error {
   if (uncaught === null) return new RuntimeError(`${peer} died: it exited with code ${code}`);
   const error = uncaught as { name?: unknown; message?: unknown };
   return new RuntimeError(`${peer} died: uncaught ${String(error.name)}: ${String(error.message)}`, { cause: uncaught });
+}
+
+/** Whether `port` is open: one that closed unheard says so only in that it can no longer be ref'd. */
+function isOpen(port: MessagePort): boolean {
+  const refs = port as MessagePort & { hasRef?: () => boolean };
+  if (typeof refs.hasRef !== 'function') return true;
+  port.ref();
+  const open = refs.hasRef();
+  port.unref();
+  return open;
 }
 
 /** A packed array (not `new Array(n)`): V8 serializes a holey array in its sparse form, several times slower. */

@@ -4,7 +4,8 @@
  * side goes to the thread that runs the loop, which serves it as it serves its other links. So
  * the receiver reaches the same loop directly, never through the thread that introduced them, and
  * learns of that loop's death as any link does (the dying thread says so; a terminated one's
- * ports close).
+ * ports close). A LoopRef received is passed on the same way, its new link's other side going to
+ * the loop's thread through the link it has.
  */
 import { MessageChannel } from 'node:worker_threads';
 import type { ConcurrentFuture } from '../concurrent.js';
@@ -15,9 +16,10 @@ import type { Future } from '../futures.js';
 import type { LoopRef, RemoteProxy } from '../loop-thread.js';
 import { move } from '../transfer.js';
 import { newId } from './introspect.js';
-import { Link, type CallTarget } from './link.js';
-import { READ_SLOTS, type LinkPorts } from './messages.js';
-import { WIRE, _setLoopDecoder } from './wire.js';
+import { Link, type CallTarget, type LinkOptions } from './link.js';
+import { READ_SLOTS, isLinkPorts, type LinkPorts } from './messages.js';
+import { deathDescriber, isFate, silentDeath } from './thread-deaths.js';
+import { CROSSES, WIRE, _setLoopDecoder } from './wire.js';
 
 /**
  * Two channels make a link: each side listens on one and posts on the other, and says how far it read.
@@ -63,12 +65,19 @@ export function proxyOf<M>(ref: LoopRef): RemoteProxy<M> {
  * moved with the value), named as the receiver will name it in messages. `attach` gives the
  * loop's thread the other side.
  */
-export function loopRecord(peer: string, attach: (ports: LinkPorts) => void): Record<string, unknown> {
+export function loopRecord(peer: string, attach: (ports: LinkPorts) => void, thread: ThreadOfLoop | null = null): Record<string, unknown> {
   const [receiver, served] = makeLinkPorts();
   attach(served);
   move(receiver.inPort);
   move(receiver.outPort);
-  return { [WIRE]: 'loop', peer, ports: receiver };
+  return thread === null ? { [WIRE]: 'loop', peer, ports: receiver } : { [WIRE]: 'loop', peer, ports: receiver, thread };
+}
+
+/** The LoopThread whose loop a LoopRef reaches, to word its death as its own calls do (thread-deaths.ts). */
+export interface ThreadOfLoop {
+  readonly name: string;
+  readonly threadId: number;
+  readonly fate: Int32Array;
 }
 
 /** Calls from the receiver only: the loop at the far end calls nothing back through this link. */
@@ -82,11 +91,13 @@ const NOTHING: CallTarget = {
 class RemoteLoop implements LoopRef {
   readonly #peer: string;
   readonly #ports: LinkPorts;
+  readonly #thread: ThreadOfLoop | null;
   #link: Link | null = null;
 
-  constructor(peer: string, ports: LinkPorts) {
+  constructor(peer: string, ports: LinkPorts, thread: ThreadOfLoop | null) {
     this.#peer = peer;
     this.#ports = ports;
+    this.#thread = thread;
   }
 
   call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
@@ -120,6 +131,17 @@ class RemoteLoop implements LoopRef {
     return `<LoopRef ${this.#peer}>`;
   }
 
+  /**
+   * Cross to another thread as a LoopRef to the same loop over a link of its own: its far side
+   * goes to the loop's thread through this ref's link, which the loop serves as it serves this one.
+   */
+  [CROSSES](what: string): Record<string, unknown> {
+    const link = this.#link ?? this.#linkHere(true);
+    const death = link._deathError();
+    if (death !== null) throw new TypeError(`${what} holds ${this}, whose loop is gone: ${death.message}`, { cause: death });
+    return loopRecord(this.#peer, (ports) => link._introduce(ports), this.#thread);
+  }
+
   #linkHere(outsideLoops = false): Link {
     let loop: EventLoop | null = null;
     try {
@@ -130,7 +152,13 @@ class RemoteLoop implements LoopRef {
     const link = this.#link;
     if (link === null) {
       // Outside any loop (a pool job, a plain worker): one that never runs; a blocking result reads the port itself.
-      const made = new Link(loop ?? newEventLoop(), this.#ports, NOTHING, this.#peer);
+      const thread = this.#thread;
+      // A LoopThread's death is worded as its own calls word it.
+      const options: LinkOptions =
+        thread === null
+          ? {}
+          : { describeDeath: deathDescriber(thread.name, thread.threadId), describeGone: () => silentDeath(thread.name, thread.threadId, thread.fate) };
+      const made = new Link(loop ?? newEventLoop(), this.#ports, NOTHING, this.#peer, options);
       this.#link = made;
       return made;
     }
@@ -171,6 +199,13 @@ class RemotePool implements LoopRef {
     return `<LoopRef of LoopThreadPool '${this.#name}', ${this.#loops.length} threads>`;
   }
 
+  /** Cross to another thread as a LoopRef of the same pool: the loops of it alive now, each passed on. */
+  [CROSSES](what: string): Record<string, unknown> {
+    const loops = this.#loops.filter((loop) => !loop._isDead()).map((loop) => loop[CROSSES](what));
+    if (loops.length === 0) throw new TypeError(`${what} holds ${this}, none of whose threads is alive`);
+    return { [WIRE]: 'pool', name: this.#name, loops };
+  }
+
   #pick(): RemoteLoop {
     const loops = this.#loops;
     let best: RemoteLoop | null = null;
@@ -192,26 +227,16 @@ class RemotePool implements LoopRef {
   }
 }
 
-function isPorts(value: unknown): value is LinkPorts {
-  const ports = value as Partial<LinkPorts> | null;
-  return (
-    typeof ports === 'object' &&
-    ports !== null &&
-    typeof ports.id === 'number' &&
-    typeof ports.peerId === 'number' &&
-    ports.inRead instanceof Int32Array &&
-    ports.inRead.length === READ_SLOTS &&
-    ports.outRead instanceof Int32Array &&
-    ports.outRead.length === READ_SLOTS &&
-    typeof ports.inPort?.postMessage === 'function' &&
-    typeof ports.outPort?.postMessage === 'function'
-  );
+function isThread(value: unknown): value is ThreadOfLoop {
+  const thread = value as Partial<ThreadOfLoop> | null;
+  return typeof thread === 'object' && thread !== null && typeof thread.name === 'string' && Number.isSafeInteger(thread.threadId) && isFate(thread.fate);
 }
 
 function decodeLoop(record: Record<string, unknown>): RemoteLoop {
-  const { peer, ports } = record;
-  if (typeof peer !== 'string' || !isPorts(ports)) throw new TypeError('a LoopRef arrived without its link');
-  return new RemoteLoop(peer, ports);
+  const { peer, ports, thread } = record;
+  if (typeof peer !== 'string' || !isLinkPorts(ports)) throw new TypeError('a LoopRef arrived without its link');
+  if (thread !== undefined && !isThread(thread)) throw new TypeError(`a LoopRef of ${peer} arrived with a malformed thread record`);
+  return new RemoteLoop(peer, ports, thread ?? null);
 }
 
 _setLoopDecoder((record) => {

@@ -49,6 +49,12 @@ export const OP_ORIGIN = 13;
  * caller's context changes, and only while some variable is registered (internal/travel.ts).
  */
 export const OP_CONTEXT = 14;
+/**
+ * `[LINK, 0, 0, ports]`: serve `ports` (LinkPorts, moved with the message) as a new link of the
+ * receiver's loop, offering what this link offers: a LoopRef the sender holds was passed on to
+ * another thread, which reaches the loop directly over it.
+ */
+export const OP_LINK = 15;
 /** The message of the CancelledError of calls still in flight when their loop closes. */
 export const CLOSING = 'the loop that made the call is closing';
 /** The slots of one operation record. */
@@ -75,7 +81,9 @@ export interface LinkPorts {
   /**
    * Slot 0: how many messages of its inbox this side has read, with none missing before them;
    * slot 1: how many operations arrived in them (back-pressure counts them); slot 2: non-zero
-   * while the other side waits for slot 1 to grow (READ_SLOTS in all).
+   * while the other side waits for slot 1 to grow; slot 3: the id of the last call of the other
+   * side this side started, modulo 2^32 (calls start in the order they were made, so those after
+   * it never ran: when this side dies, a pool sends them to another thread) (READ_SLOTS in all).
    */
   inRead: Int32Array;
   /** The same counts, published by the other side for what this side sent it. */
@@ -83,7 +91,24 @@ export interface LinkPorts {
 }
 
 /** The slots of a LinkPorts' read counters. */
-export const READ_SLOTS = 3;
+export const READ_SLOTS = 4;
+
+/** Whether `value` is a LinkPorts as it arrives from another thread (a hostile or broken peer may send anything). */
+export function isLinkPorts(value: unknown): value is LinkPorts {
+  const ports = value as Partial<LinkPorts> | null;
+  return (
+    typeof ports === 'object' &&
+    ports !== null &&
+    typeof ports.id === 'number' &&
+    typeof ports.peerId === 'number' &&
+    ports.inRead instanceof Int32Array &&
+    ports.inRead.length === READ_SLOTS &&
+    ports.outRead instanceof Int32Array &&
+    ports.outRead.length === READ_SLOTS &&
+    typeof ports.inPort?.postMessage === 'function' &&
+    typeof ports.outPort?.postMessage === 'function'
+  );
+}
 
 /** What a LoopThread's worker receives as `workerData`. */
 export interface LoopThreadData {
