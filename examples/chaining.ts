@@ -5,12 +5,19 @@
  *
  * Run: npm run build && node dist/examples/chaining.js
  */
-import { LoopThread, TimeoutError, gather, run, waitFor, type Coroutine } from '../src/index.js';
+import { LoopThread, TimeoutError, gather, getRunningLoop, run, waitFor, type Coroutine } from '../src/index.js';
 
 function* main(): Coroutine<void> {
+  // Set once the inventory thread's audit has run its finally block (it reports back here).
+  const auditEnded = getRunningLoop().createFuture<void>();
   const inventory = yield* LoopThread.start(new URL('./services/inventory.js', import.meta.url), {
     name: 'inventory',
-    expose: { report: (line: string) => console.log(line) },
+    expose: {
+      report: (line: string) => {
+        console.log(line);
+        if (line === 'inventory: audit finally ran') auditEnded.setResult(undefined);
+      },
+    },
   });
   const pricing = yield* LoopThread.start(new URL('./services/pricing.js', import.meta.url), {
     name: 'pricing',
@@ -26,6 +33,9 @@ function* main(): Coroutine<void> {
     if (!(error instanceof TimeoutError)) throw error;
     console.log('audit timed out after 0.2 s: the remote task was cancelled');
   }
+  // The timeout cancelled the call here at once; the remote task ends in its own thread, and
+  // closing that thread before its finally block reported would cut the report off.
+  yield* auditEnded;
   yield* gather(inventory.close(), pricing.close());
 }
 
