@@ -9,8 +9,9 @@
  *   node scripts/test-nodes.mjs            # all of them
  *   node scripts/test-nodes.mjs 26 22      # only these majors (not the machine's)
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { Buffer } from 'node:buffer';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -47,7 +48,19 @@ function nodeBin(version) {
   }
 }
 
-/** Run `npm test` with `bin` first on PATH (so `node`, and npm itself, are that Node). */
+/** Lines of a failed run worth repeating at the end: vitest's FAIL and × lines, else the run's last lines. */
+function whatFailed(output) {
+  // eslint-disable-next-line no-control-regex
+  const lines = output.replace(/\x1b\[[0-9;]*m/g, '').split('\n');
+  const marked = [...new Set(lines.filter((line) => /^\s*(FAIL|×|✗)\s/.test(line) || /^\s*(Error|AssertionError|TypeError):/.test(line)).map((line) => line.trim()))];
+  return (marked.length > 0 ? marked.slice(0, 40) : lines.filter((line) => line.trim() !== '').slice(-40));
+}
+
+/**
+ * Run `npm test` with `bin` first on PATH (so `node`, and npm itself, are that Node). Its output
+ * goes straight through and is kept, so that a failure can be named again in the closing summary
+ * (a CI log is often read from its end).
+ */
 function npmTest(label, bin, set) {
   const env = { ...process.env };
   if (bin !== null) env.PATH = `${bin}:${env.PATH ?? ''}`;
@@ -56,10 +69,18 @@ function npmTest(label, bin, set) {
   const version = spawnSync('node', ['--version'], { env, encoding: 'utf8' }).stdout.trim();
   console.log(`\n━━━ npm test on Node ${version} (${label}${set === 'all' ? '' : `, ${set} suites`}) ━━━`);
   const started = Date.now();
-  const ran = spawnSync('npm', ['test'], { env, stdio: 'inherit' });
-  const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-  console.log(`━━━ Node ${version}: ${ran.status === 0 ? 'passed' : `FAILED (exit ${ran.status ?? ran.signal})`} in ${minutes} min ━━━`);
-  return ran.status === 0;
+  return new Promise((resolve) => {
+    const child = spawn('npm', ['test'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const kept = [];
+    child.stdout.on('data', (chunk) => { process.stdout.write(chunk); kept.push(chunk); });
+    child.stderr.on('data', (chunk) => { process.stderr.write(chunk); kept.push(chunk); });
+    child.on('close', (status, signal) => {
+      const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+      const passed = status === 0;
+      console.log(`━━━ Node ${version}: ${passed ? 'passed' : `FAILED (exit ${status ?? signal})`} in ${minutes} min ━━━`);
+      resolve({ name: `Node ${version}`, passed, failures: passed ? [] : whatFailed(Buffer.concat(kept).toString('utf8')) });
+    });
+  });
 }
 
 const only = process.argv.slice(2);
@@ -69,11 +90,15 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 const results = [];
-if (only.length === 0) results.push(['the machine\'s', npmTest('the machine\'s', null, 'all')]);
+if (only.length === 0) results.push(await npmTest('the machine\'s', null, 'all'));
 for (const node of NODES) {
   if (only.length > 0 && !only.includes(node.major)) continue;
-  results.push([`Node ${node.version}`, npmTest(`official build ${node.version}`, nodeBin(node.version), node.set)]);
+  results.push(await npmTest(`official build ${node.version}`, nodeBin(node.version), node.set));
 }
-const failed = results.filter(([, passed]) => !passed).map(([name]) => name);
-console.log(`\ntest-nodes: ${results.length - failed.length} of ${results.length} Nodes passed${failed.length === 0 ? '' : `; failed on ${failed.join(', ')}`}`);
+const failed = results.filter((result) => !result.passed);
+for (const result of failed) {
+  console.log(`\n━━━ what failed on ${result.name} ━━━`);
+  for (const line of result.failures) console.log(`  ${line}`);
+}
+console.log(`\ntest-nodes: ${results.length - failed.length} of ${results.length} Nodes passed${failed.length === 0 ? '' : `; failed on ${failed.map((result) => result.name).join(', ')}`}`);
 process.exit(failed.length === 0 ? 0 : 1);
