@@ -112,14 +112,31 @@ describe('StreamReader', () => {
   });
 
   it('read(n) returns what is buffered, at most n bytes; readline at EOF gives the partial line, then empty', async () => {
-    const seen = await withPeer(['abcdef', 'partial'], function* (reader) {
-      const a = text(yield* reader.read(4));
-      const b = text(yield* reader.read(100));
-      const line = text(yield* reader.readline());
-      const after = (yield* reader.readline()).length;
-      return [a, b, line, after];
+    // The peer sends its second piece only when asked: both in the buffer at once would make read(100) take them together.
+    const { server, port } = await nodeServer((socket) => {
+      socket.write('abcdef');
+      socket.once('data', () => socket.end('partial'));
     });
-    expect(seen).toEqual(['abcd', 'ef', 'partial', 0]);
+    try {
+      const seen = await run(
+        (function* () {
+          const [reader, writer] = yield* openConnection('127.0.0.1', port);
+          try {
+            const a = text(yield* reader.read(4));
+            const b = text(yield* reader.read(100));
+            writer.write(bytes('more'));
+            const line = text(yield* reader.readline());
+            const after = (yield* reader.readline()).length;
+            return [a, b, line, after];
+          } finally {
+            writer.close();
+          }
+        })(),
+      );
+      expect(seen).toEqual(['abcd', 'ef', 'partial', 0]);
+    } finally {
+      server.close();
+    }
   });
 
   it('readexactly: the peer closing first raises IncompleteReadError with the partial bytes and the count expected', async () => {
