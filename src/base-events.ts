@@ -181,6 +181,8 @@ export interface Pollable {
 export interface CallsInFlight {
   /** Cancel those Futures with `message` (and the calls there); returns how many were cancelled. */
   _cancelCallsInFlight(message: string): number;
+  /** Whether a call made through it still waits for its answer (a virtual clock waits for it). */
+  _hasCallsPending(): boolean;
 }
 
 
@@ -252,6 +254,8 @@ export class EventLoop {
   #flushes: Flushable[] = [];
   #closeHooks: Array<() => void> = [];
   #callsInFlight = new Set<CallsInFlight>();
+  /** Work outside the loop that a Future of it waits for (a Promise, another thread's Future): a virtual clock waits for it. */
+  #clockHolds = 0;
   /** The links to poll instead of sleeping (see SPIN_WINDOW_MS). */
   #pollables: Pollable[] = [];
   /** When the loop last went idle (performance.now()), or 0 while it runs. */
@@ -1273,6 +1277,40 @@ export class EventLoop {
     return false;
   }
 
+  /**
+   * @internal Whether `time()` is a virtual clock that real time does not move: such a loop,
+   * idle with timers it did not jump to, waits for a wake-up (a jump, something arriving)
+   * rather than for real seconds.
+   */
+  _clockIsVirtual(): boolean {
+    return false;
+  }
+
+  /** @internal A Future of this loop waits for work outside it (a Promise, another thread): see `_clockHeld`. */
+  _holdClock(): void {
+    this.#clockHolds++;
+  }
+
+  /** @internal That work ended. */
+  _releaseClock(): void {
+    this.#clockHolds--;
+  }
+
+  /**
+   * @internal Whether the loop waits for something besides its timers: a Promise or another
+   * thread's Future one of its Futures follows, or a call to another thread not answered yet.
+   */
+  _clockHeld(): boolean {
+    if (this.#clockHolds > 0) return true;
+    for (const source of this.#callsInFlight) if (source._hasCallsPending()) return true;
+    return false;
+  }
+
+  /** @internal Drive the loop soon if it runs and sleeps (its virtual clock moved). */
+  _wakeUp(): void {
+    if (this.#running && !this.#inDrive && !this.#wakePending) this.#wake();
+  }
+
   #runTimed(handle: Runnable): void {
     const started = this.time();
     handle._run();
@@ -1324,9 +1362,10 @@ export class EventLoop {
           const wait = scheduled.length === 0 ? MAXIMUM_SELECT_TIMEOUT : scheduled.peekWhen() - this.time();
           if (wait > CLOCK_RESOLUTION) {
             if (scheduled.length > 0 && this._advanceClock(wait)) continue;
-            if (this.#spin(wait)) continue;
+            const virtual = this._clockIsVirtual();
+            if (!virtual && this.#spin(wait)) continue;
             if (this.#beforeYield()) continue;
-            this.#sleep(Math.min(wait, MAXIMUM_SELECT_TIMEOUT), started);
+            this.#sleep(virtual ? MAXIMUM_SELECT_TIMEOUT : Math.min(wait, MAXIMUM_SELECT_TIMEOUT), started);
             this.#inDrive = false;
             if (beating) heartbeat[0] = 0;
             return;

@@ -79,7 +79,10 @@ export function chainConcurrent<T>(source: ConcurrentFuture<T>, destination: Fut
   destination.addDoneCallback((done) => {
     if (done.cancelled()) source.cancel();
   });
+  // A virtual clock waits for the other side rather than jumping past it.
+  loop._holdClock();
   source.addDoneCallback((completed) => {
+    loop._releaseClock();
     if (loop.isClosed() || destination.done()) return;
     loop.callSoonThreadsafe(copyIntoFuture<T>, destination, completed);
   });

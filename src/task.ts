@@ -553,11 +553,15 @@ export function _ensureFutureOn(aw: unknown, loop: EventLoop | undefined): Futur
     const future = target.createFuture<unknown>();
     // Snapshots (ps) read what a pending future follows from its result slot, unused until it is done.
     future._result = PROMISE_NOTE;
+    // A virtual clock waits for the Promise rather than jumping past it.
+    target._holdClock();
     (aw as PromiseLike<unknown>).then(
       (value) => {
+        target._releaseClock();
         if (!future.done() && !target.isClosed()) target.callSoonThreadsafe(settleResult, future, value);
       },
       (error: unknown) => {
+        target._releaseClock();
         if (!future.done() && !target.isClosed()) target.callSoonThreadsafe(settleError, future, error);
       },
     );

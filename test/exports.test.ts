@@ -130,3 +130,12 @@ describe('src/index.ts', () => {
     expect(Object.keys(multiloop).sort()).toEqual(EXPECTED_EXPORTS);
   });
 });
+
+describe('multiloop/testing', () => {
+  it('exports the virtual clock loop, through the package name too', async () => {
+    const testing = await import('../src/testing/index.js');
+    expect(Object.keys(testing).sort()).toEqual(['VirtualClockLoop']);
+    const viaPackage = (await import('multiloop/testing')) as Record<string, unknown>;
+    expect(typeof viaPackage.VirtualClockLoop).toBe('function');
+  });
+});

@@ -661,6 +661,10 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   }
 
   /** @internal Cancel the Futures of calls still in flight, and the calls there (the loop is closing). */
+  _hasCallsPending(): boolean {
+    return this.#pending.size > 0;
+  }
+
   _cancelCallsInFlight(message: string): number {
     let cancelled = 0;
     for (const future of [...this.#pending.values()]) {
