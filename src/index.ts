@@ -86,6 +86,7 @@ export {
   type TimeSummary,
 } from './executor.js';
 export { jobSignal } from './job-signal.js';
+export { httpHandler, type HttpHandlerOptions } from './http-handler.js';
 export {
   BullMQExecutor,
   serveBullMQ,

@@ -90,6 +90,7 @@ const EXPECTED_EXPORTS = [
   'getEventLoop',
   'getEventLoopPolicy',
   'getRunningLoop',
+  'httpHandler',
   'isCoroutine',
   'isFuture',
   'jobSignal',
