@@ -440,6 +440,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
       }
     },
     { concurrency, lockDuration, stalledInterval, maxStalledCount },
+    maxJobBytes,
   );
   worker.on('completed', (job: Job) => runner.jobCompleted(job));
   worker.on('failed', (job: Job | undefined, error: Error) => runner.jobFailed(job, error, job?.finishedOn !== undefined));

@@ -3,7 +3,7 @@
  * real worker processes: entries forged on an executor's outcome stream, Redis frozen longer
  * than a job's lock, jobs too large, and Redis gone while a worker is asked to stop.
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -226,4 +226,48 @@ describe.runIf(hasRedis)('BullMQ: what crosses Redis is checked', () => {
       /^BullMQ failed job [0-9a-f]+-1: job stalled more than allowable limit; job [0-9a-f]+-1 \(\d+ bytes\) was not decoded again: 2 worker\(s\) died while decoding it \(out of memory\?\), more than maxStalledCount \(1\) allows$/,
     );
   }, 60_000);
+
+  it('fails a job whose JSON data kills its workers as it is parsed once they died more often than maxStalledCount; the workers after it live', async () => {
+    const made = executor('flood');
+    // The job waits (no worker yet) while its data is rewritten in Redis: nine megabytes of JSON
+    // that parse into three million arrays, more than a worker of 64 MB of heap holds. BullMQ
+    // parsed such data as it fetched the job, before it applied the failure its stalled check
+    // deferred and before the decode count: every worker died, for ever.
+    const future = made.submit(echo, 'small');
+    await until(() => jobsInRedis(redis.port, 'flood').length === 1, 'the job waits in Redis');
+    const [key] = jobsInRedis(redis.port, 'flood') as [string];
+    const jobId = key.slice('bull:flood:'.length);
+    const flood = `{"j":[["${JOBS}","echo"],[0],[[[${'[],'.repeat(3_000_000 - 1)}[]]]]]}`;
+    execFileSync('redis-cli', ['-p', String(redis.port), '-x', 'HSET', key, 'data'], { input: flood });
+    const { died, error } = await workersUntilSettled(
+      future,
+      redis.url,
+      ['--queue', 'flood', '--allow', JOBS, '--lock-duration', '1000', '--stalled-interval', '300'],
+      workers,
+    );
+    expect(died).toHaveLength(2);
+    for (const worker of died) expect(worker.output()).toMatch(/heap out of memory/i);
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error?.message).toBe(
+      `BullMQ failed job ${jobId}: job stalled more than allowable limit; job ${jobId} (${flood.length} bytes) was not decoded again: 2 worker(s) died while decoding it (out of memory?), more than maxStalledCount (1) allows`,
+    );
+    // The worker that failed the job serves on.
+    expect(await resultOf(made.submit(add, 20, 22))).toBe(42);
+    expect(jobsInRedis(redis.port, 'flood')).toEqual([]);
+  }, 60_000);
+
+  it("refuses job data in JSON past the worker's --max-job-bytes without parsing it", async () => {
+    const made = executor('json-sizes');
+    // Rewritten in Redis before any worker runs: the data of a job in JSON, of some 100 kB.
+    const future = made.submit(echo, 'small');
+    await until(() => jobsInRedis(redis.port, 'json-sizes').length === 1, 'the job waits in Redis');
+    const [key] = jobsInRedis(redis.port, 'json-sizes') as [string];
+    const jobId = key.slice('bull:json-sizes:'.length);
+    const data = JSON.stringify({ j: [[JOBS, 'echo'], [0], [['x'.repeat(100_000)]]] });
+    redisCli(redis.port, 'HSET', key, 'data', data);
+    await serve('json-sizes', '--max-job-bytes', '65536');
+    const refused = await resultOf(future).then(() => null, (failure: unknown) => failure as Error);
+    expect(refused).toBeInstanceOf(RangeError);
+    expect(refused?.message).toBe(`job ${jobId} takes ${data.length} bytes, more than this worker's maxJobBytes (65536): it was not decoded`);
+  }, 30_000);
 });

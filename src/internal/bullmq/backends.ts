@@ -31,8 +31,11 @@ export interface Backend {
   readonly where: string;
   /** Open queue `name` for an executor whose id is `executorId`. */
   openQueue(bullmq: BullMQModule, name: string, prefix: string, defaultJobOptions: JobsOptions, executorId: string): Promise<QueuePort>;
-  /** Make a Worker of queue `name` running `processor` (not running yet: `autorun` is off). */
-  openWorker(bullmq: BullMQModule, name: string, prefix: string, processor: Processor, settings: WorkerSettings): Worker;
+  /**
+   * Make a Worker of queue `name` running `processor` (not running yet: `autorun` is off) that
+   * leaves the data of a job larger than `maxJobBytes` or a megabyte unparsed (see unparsed.ts).
+   */
+  openWorker(bullmq: BullMQModule, name: string, prefix: string, processor: Processor, settings: WorkerSettings, maxJobBytes: number): Worker;
   /** The channel of a worker of queue `name`, once its connection is ready. */
   runnerChannel(worker: Worker, name: string, prefix: string): Promise<RunnerChannel>;
 }

@@ -26,6 +26,7 @@ import type { Backend, BullMQModule, WorkerSettings } from './backends.js';
 import { credentialsCutShort, redactConnection } from './redact.js';
 import { queueCalls, type CallMarks, type CallerChannel, type ChannelEvents, type OutcomeSink, type QueuePort, type RunnerChannel } from './channels.js';
 import { OutcomeTake, retryDelay, retryWhileLost } from './postgres-outcomes.js';
+import { guardedWorker } from './unparsed.js';
 import { KEY_TTL_SECONDS } from './wire.js';
 
 /** How long a read waits for a NOTIFY (milliseconds) before it looks at the table anyway. */
@@ -595,8 +596,9 @@ class PostgresBackend implements Backend {
     };
   }
 
-  openWorker(bullmq: BullMQModule, name: string, _prefix: string, processor: Processor, settings: WorkerSettings): Worker {
-    return new bullmq.Worker(name, processor, { connection: this.#connection(), ...settings, autorun: false }, bullmq.createPostgresBackend as never);
+  openWorker(bullmq: BullMQModule, name: string, _prefix: string, processor: Processor, settings: WorkerSettings, maxJobBytes: number): Worker {
+    const GuardedWorker = guardedWorker(bullmq, maxJobBytes);
+    return new GuardedWorker(name, processor, { connection: this.#connection(), ...settings, autorun: false }, bullmq.createPostgresBackend as never);
   }
 
   async runnerChannel(worker: Worker, name: string): Promise<RunnerChannel> {

@@ -18,6 +18,7 @@ import type { JobsOptions, Processor, Queue, Worker } from 'bullmq';
 import { repr } from '../format.js';
 import type { Backend, BullMQModule, WorkerSettings } from './backends.js';
 import { queueCalls, type CallMarks, type CallerChannel, type ChannelEvents, type OutcomeSink, type QueuePort, type RunnerChannel } from './channels.js';
+import { guardedWorker } from './unparsed.js';
 import { KEY_TTL_SECONDS } from './wire.js';
 
 /** Outcome entries read per XREAD. */
@@ -416,8 +417,9 @@ class RedisBackend implements Backend {
     };
   }
 
-  openWorker(bullmq: BullMQModule, name: string, prefix: string, processor: Processor, settings: WorkerSettings): Worker {
-    return new bullmq.Worker(name, processor, { connection: this.#options, prefix, ...settings, autorun: false });
+  openWorker(bullmq: BullMQModule, name: string, prefix: string, processor: Processor, settings: WorkerSettings, maxJobBytes: number): Worker {
+    const GuardedWorker = guardedWorker(bullmq, maxJobBytes);
+    return new GuardedWorker(name, processor, { connection: this.#options, prefix, ...settings, autorun: false });
   }
 
   async runnerChannel(worker: Worker, name: string, prefix: string): Promise<RunnerChannel> {

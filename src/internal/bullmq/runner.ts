@@ -36,18 +36,12 @@ import {
   OUTCOME_VALUE,
   decodeRequest,
   encodeOutcomes,
-  requestBytes,
   wireFailure,
   wireValue,
   type JobRequest,
   type Outcome,
 } from './wire.js';
-
-/**
- * A job's request larger than this (base64 characters) is decoded only after the store counted
- * the attempt: decoding it may take more memory than the worker has, and kill it each time.
- */
-const GUARDED_DECODE_BYTES = 1 << 20;
+import { GUARDED_DECODE_BYTES, jobBytes, parsedData } from './unparsed.js';
 
 /** Synchronous calls run back to back for this long before the event loop gets a turn. */
 const SLICE_MS = 5;
@@ -336,18 +330,19 @@ export class JobRunner {
     const jobId = String(job.id);
     let request: JobRequest;
     try {
-      const bytes = requestBytes(job.data);
+      // Large data comes unparsed (unparsed.ts): nothing large was built from it yet.
+      const bytes = jobBytes(job.data);
       if (bytes > this.#maxJobBytes) {
         throw new RangeError(`job ${jobId} takes ${bytes} bytes, more than this worker's maxJobBytes (${this.#maxJobBytes}): it was not decoded`);
       }
       if (bytes > GUARDED_DECODE_BYTES) {
-        // Counted in the store before decoding: a worker that dies decoding leaves the count behind.
+        // Counted in the store before parsing and decoding: a worker that dies doing so leaves the count behind.
         const begun = await channel.countDecode(jobId);
         if (begun - 1 > this.#maxStalledCount) throw new RuntimeError(this.#poisonMessage(jobId, begun - 1, bytes));
-        request = decodeRequest(job.data);
+        request = decodeRequest(parsedData(job.data));
         channel.clearDecodes(jobId);
       } else {
-        request = decodeRequest(job.data);
+        request = decodeRequest(parsedData(job.data));
       }
     } catch (error) {
       await this.#reportJobError(job.name, jobId, error);
@@ -448,7 +443,7 @@ export class JobRunner {
     }
     const tell = async (): Promise<void> => {
       let message = `BullMQ failed job ${jobId}: ${error.message}`;
-      const bytes = requestBytes(job.data);
+      const bytes = jobBytes(job.data);
       if (bytes > GUARDED_DECODE_BYTES) {
         // Its workers died: say so when it was while decoding it.
         const died = await (this.#channel as RunnerChannel).decodes(jobId);
