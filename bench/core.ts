@@ -368,6 +368,26 @@ export async function coreWorkloads(log: (line: string) => void): Promise<Row[]>
     baselineName: 'async functions + Promise.all',
     higherIsBetter: true,
   });
+  // The goal of the task rows: their throughput against the floor of the same processes.
+  const floorName = 'floor: the same generators run by hand';
+  add({
+    workload: '100k tasks + gather vs floor',
+    unit: 'tasks/s',
+    value: median(lazyGathers as number[]),
+    baseline: median(byHand as number[]),
+    baselineName: floorName,
+    higherIsBetter: true,
+    target: '>= 0.8x the floor',
+  });
+  add({
+    workload: '100k eager tasks + gather vs floor',
+    unit: 'tasks/s',
+    value: median(eagerGathers as number[]),
+    baseline: median(byHand as number[]),
+    baselineName: floorName,
+    higherIsBetter: true,
+    target: '>= 0.9x the floor',
+  });
   add({
     workload: 'bare-yield switches',
     unit: 'switches/s',

@@ -459,11 +459,31 @@ export function createEagerTaskFactory(customTaskConstructor: TaskConstructor): 
   if (typeof customTaskConstructor !== 'function') {
     throw new TypeError(`customTaskConstructor must be a Task class, got ${repr(customTaskConstructor)}`);
   }
-  return (loop, coro, options) =>
-    new customTaskConstructor(
+  const exactTask = customTaskConstructor === Task;
+  return (loop, coro, options) => {
+    if (options === undefined && exactTask) return newEagerTask(loop, coro);
+    return new customTaskConstructor(
       coro,
       options === undefined ? { loop, eagerStart: true } : { ...options, loop, eagerStart: options.eagerStart ?? true },
     );
+  };
+}
+
+/**
+ * The options of the eager Tasks made with none given. A Task reads its options in its
+ * constructor before its first step and keeps none of them, so one object serves every such
+ * task (no allocation per task), its loop let go once the task is made.
+ */
+const eagerOptions: { loop: EventLoop | undefined; eagerStart: true } = { loop: undefined, eagerStart: true };
+
+/** `new Task(coro, { loop, eagerStart: true })`, without an options object per task. */
+function newEagerTask(loop: EventLoop, coro: Coroutine<unknown>): Task<unknown> {
+  eagerOptions.loop = loop;
+  try {
+    return new Task(coro, eagerOptions);
+  } finally {
+    eagerOptions.loop = undefined;
+  }
 }
 
 /**
