@@ -542,6 +542,57 @@ describe('ThreadQueue outside a loop', () => {
   });
 });
 
+describe('ThreadQueue waiters whose loop was closed', () => {
+  /** Run `main` on a loop of its own until it returns, then close that loop, its tasks still waiting. */
+  async function runAndClose(main: () => Coroutine<void>): Promise<void> {
+    const dead = new VirtualLoop();
+    await dead.runUntilComplete(main());
+    dead.close();
+  }
+
+  it('drops them: a later putNowait, getNowait and taskDone in this thread raise nothing', async () => {
+    const gets = new ThreadQueue<number>();
+    const puts = new ThreadQueue<number>({ maxsize: 1 });
+    const joins = new ThreadQueue<number>();
+    puts.putNowait(0);
+    joins.putNowait(0);
+    await runAndClose(function* () {
+      createTask(gets.get());
+      createTask(puts.put(1));
+      createTask(joins.join());
+      yield* sleep(0);
+    });
+    expect([String(gets), String(puts)]).toEqual([expect.stringMatching(/_getters\[1\]/), expect.stringMatching(/_putters\[1\]/)]);
+    gets.putNowait(7);
+    expect(puts.getNowait()).toBe(0);
+    expect(joins.getNowait()).toBe(0);
+    joins.taskDone();
+    expect([String(gets), String(puts)]).toEqual([expect.not.stringMatching(/_getters/), expect.not.stringMatching(/_putters/)]);
+    expect([gets.getNowait(), puts.qsize(), joins.qsize()]).toEqual([7, 0, 0]);
+  });
+
+  it('drops them before the waiters of a live loop, which get what comes', async () => {
+    const q = new ThreadQueue<number>();
+    await runAndClose(function* () {
+      createTask(q.get());
+      createTask(q.get());
+      yield* sleep(0);
+    });
+    const got = await run(function* () {
+      const first = createTask(q.get());
+      const second = createTask(q.get());
+      yield* sleep(0);
+      loop.callLater(0.01, () => {
+        q.putNowait(1);
+        q.putNowait(2);
+      });
+      return [yield* first, yield* second];
+    });
+    expect(got).toEqual([1, 2]);
+    expect(String(q)).toBe(`<ThreadQueue '${q.name}' maxsize=0 qsize=0 tasks=2>`);
+  });
+});
+
 describe('ThreadQueue byte limit', () => {
   /** A queue made under a byte limit of 64 KiB (1 GiB but in tests). */
   function small(name: string): ThreadQueue<string> {

@@ -186,12 +186,18 @@ export class WordWatch implements Pollable, InboxReceiver {
     return removed;
   }
 
-  /** Wake the first waiter not done yet (asyncio's `_wakeup_next`). */
+  /**
+   * Wake the first waiter not done yet (asyncio's `_wakeup_next`). A waiter whose loop was closed
+   * while it waited is dropped on the way: nothing can resume it, and waking it would raise
+   * "Event loop is closed" in whoever changed the queue (a put, a get, a taskDone, or the
+   * iteration of another loop that took the change); the wake-up goes to the next waiter.
+   */
   wakeNext(): void {
     const waiters = this.#waiters;
     while (waiters.length > 0) {
       const waiter = waiters.shift() as Waiter;
       if (waiter instanceof PromiseWaiter) this.#forgetPromise();
+      else if (waiter.getLoop().isClosed()) continue;
       if (!waiter.done()) {
         waiter.setResult(undefined);
         break;
