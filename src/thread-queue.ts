@@ -29,7 +29,7 @@ import {
   TOO_MANY,
   type QueueBuffers,
 } from './internal/threads/queue-memory.js';
-import { PromiseWaiter, WordWatch, sleepOn } from './internal/threads/queue-waiters.js';
+import { PromiseWaiter, WordWatch, refuseInRunningLoop, sleepOn } from './internal/threads/queue-waiters.js';
 
 /**
  * Options of `new ThreadQueue()`.
@@ -99,8 +99,9 @@ function runningLoopFuture(): Future<void> {
  * asyncio.Queue's API: `put()` waits (the task, never the thread) while the queue is full,
  * `get()` while it is empty; `putNowait()`/`getNowait()` throw QueueFull/QueueEmpty instead;
  * `taskDone()`/`join()` count items processed in any thread; `shutdown(immediate)` as in Python
- * 3.13. Code outside any loop blocks its thread with `putSync()`/`getSync(timeout)`, and async
- * code reads with `for await`. `using` shuts it down.
+ * 3.13. Code outside any loop blocks its thread with `putSync()`/`getSync()`/`joinSync()` (each
+ * with a timeout; a RuntimeError where a loop is running in the thread, as they would block it),
+ * and async code reads with `for await`. `using` shuts it down.
  *
  * A ThreadQueue passed to another thread (an argument or result of `lt.call`, a pool job's
  * argument) is the same queue there. Every item put is got exactly once, by one getter in one
@@ -261,7 +262,9 @@ export class ThreadQueue<T = unknown> {
 
   /**
    * Put an item, blocking this thread while the queue is full, for code that runs outside any
-   * loop (a plain worker); TimeoutError past `timeout` seconds (undefined or null: no limit).
+   * loop (a plain worker); TimeoutError past `timeout` seconds (undefined or null: no limit). A
+   * RuntimeError where a loop is running in this thread (it would block the loop): use `put()` or
+   * `putNowait()` there.
    *
    * @example
    * ```ts
@@ -269,6 +272,7 @@ export class ThreadQueue<T = unknown> {
    * ```
    */
   putSync(item: T, timeout?: number | null): void {
+    refuseInRunningLoop('putSync', 'yield* queue.put(item) or queue.putNowait(item)');
     const ms = timeoutMs(timeout);
     encodeItem(item, this.#where);
     const { kind, num, payload, moved } = encoded;
@@ -344,7 +348,8 @@ export class ThreadQueue<T = unknown> {
   /**
    * Remove and return the first item, blocking this thread while the queue is empty, for code
    * that runs outside any loop (a plain worker); TimeoutError past `timeout` seconds (undefined
-   * or null: no limit), QueueShutDown once shut down and empty.
+   * or null: no limit), QueueShutDown once shut down and empty. A RuntimeError where a loop is
+   * running in this thread (it would block the loop): use `get()` or `getNowait()` there.
    *
    * @example
    * ```ts
@@ -356,6 +361,7 @@ export class ThreadQueue<T = unknown> {
    * ```
    */
   getSync(timeout?: number | null): T {
+    refuseInRunningLoop('getSync', 'yield* queue.get() or queue.getNowait()');
     const ms = timeoutMs(timeout);
     const deadline = performance.now() + ms;
     let seen: number | null = null;
@@ -417,6 +423,37 @@ export class ThreadQueue<T = unknown> {
         throw error;
       }
       again = true;
+    }
+  }
+
+  /**
+   * Block this thread until every item put, in any thread, has been marked done with
+   * `taskDone()` in any thread, for code that runs outside any loop (janus's `sync_q.join()`,
+   * queue.Queue's `join()`). Past `timeout` seconds (undefined or null: no limit) a TimeoutError,
+   * the queue unchanged: the items stay unfinished and a later join waits for them (Python's
+   * joins take no timeout; this is what `asyncio.wait_for(q.join(), timeout)` does). A
+   * RuntimeError where a loop is running in this thread (it would block the loop): use `join()`
+   * there.
+   *
+   * @example
+   * ```ts
+   * for (const job of batch) jobs.putSync(job);
+   * jobs.joinSync(60); // all processed, wherever, or TimeoutError
+   * ```
+   */
+  joinSync(timeout?: number | null): void {
+    refuseInRunningLoop('joinSync', 'yield* queue.join()');
+    const ms = timeoutMs(timeout);
+    const deadline = performance.now() + ms;
+    for (;;) {
+      // The word first: a taskDone after this read makes the sleep return at once.
+      const seen = this.#joiners.observe();
+      if (this.#memory.isBroken()) throw this.#broken();
+      const unfinished = this.#memory.unfinished();
+      if (unfinished === 0) return;
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) throw new TimeoutError(`${unfinished} item(s) of ${this.#where} not done within ${repr(timeout)} seconds`);
+      sleepOn(this.#memory.ctl, DONES, seen, remaining);
     }
   }
 

@@ -15,6 +15,7 @@ import {
   TimeoutError,
   createTask,
   move,
+  newEventLoop,
   registerClass,
   sleep,
   type Coroutine,
@@ -533,12 +534,88 @@ describe('ThreadQueue outside a loop', () => {
     expectError(thrownBy(() => q.putSync(3)), QueueShutDown, '');
   });
 
+  it('blocks the thread in joinSync until every item is done, and times out leaving them unfinished', () => {
+    const q = new ThreadQueue<number>({ name: 'jobs' });
+    q.joinSync(0);
+    q.putSync(1);
+    q.putSync(2);
+    expect(q.getSync()).toBe(1);
+    q.taskDone();
+    expectThrow(() => q.joinSync(0.02), TimeoutError, "1 item(s) of ThreadQueue 'jobs' not done within 0.02 seconds");
+    expect(String(q)).toBe("<ThreadQueue 'jobs' maxsize=0 qsize=1 tasks=1>");
+    expect(q.getSync()).toBe(2);
+    q.taskDone();
+    q.joinSync();
+    q.joinSync(null);
+    expectThrow(() => q.joinSync(-1), RangeError, 'timeout must be a non-negative number of seconds, got -1');
+  });
+
   it('refuses a bad timeout', () => {
     const q = new ThreadQueue();
     expectThrow(() => q.getSync(-1), RangeError, 'timeout must be a non-negative number of seconds, got -1');
     expectThrow(() => q.getSync(NaN), RangeError, 'timeout must be a non-negative number of seconds, got NaN');
     expectThrow(() => q.putSync(1, '1' as never), TypeError, "timeout must be a number of seconds or null, got '1'");
     expect(q.qsize()).toBe(0);
+  });
+});
+
+describe('ThreadQueue blocking calls where a loop runs', () => {
+  const messages = {
+    getSync: 'getSync() would block the event loop running in this thread: in a loop, use yield* queue.get() or queue.getNowait(); getSync() is for code outside any loop',
+    putSync: 'putSync() would block the event loop running in this thread: in a loop, use yield* queue.put(item) or queue.putNowait(item); putSync() is for code outside any loop',
+    joinSync: 'joinSync() would block the event loop running in this thread: in a loop, use yield* queue.join(); joinSync() is for code outside any loop',
+  };
+
+  /** Each blocking call on a queue holding one unfinished item: the errors, in order. */
+  function blockingCalls(q: ThreadQueue<number>): unknown[] {
+    // None of them would wait here (an item to get, no bound, a 0 timeout): refused all the same.
+    return [thrownBy(() => q.getSync(0)), thrownBy(() => q.putSync(2, 0)), thrownBy(() => q.joinSync(0))];
+  }
+
+  function expectRefused(errors: unknown[]): void {
+    expect(errors).toHaveLength(3);
+    expectError(errors[0], RuntimeError, messages.getSync);
+    expectError(errors[1], RuntimeError, messages.putSync);
+    expectError(errors[2], RuntimeError, messages.joinSync);
+  }
+
+  it('raises a RuntimeError from getSync, putSync and joinSync in a task, saying what to use, and leaves the queue as it was', async () => {
+    const q = new ThreadQueue<number>({ name: 'jobs' });
+    q.putNowait(1);
+    const errors = await run(function* () {
+      return blockingCalls(q);
+    });
+    expectRefused(errors);
+    expect(String(q)).toBe("<ThreadQueue 'jobs' maxsize=0 qsize=1 tasks=1>");
+  });
+
+  it("raises the same in a callback of the running loop and in a Node timer's callback while it runs", async () => {
+    const q = new ThreadQueue<number>();
+    q.putNowait(1);
+    let inCallback: unknown[] = [];
+    let inTimer: unknown[] = [];
+    const real = newEventLoop();
+    try {
+      await real.runUntilComplete(
+        (function* (): Coroutine<void> {
+          real.callSoon(() => (inCallback = blockingCalls(q)));
+          // A Node timer fires while the loop waits in libuv: the loop is running all the same.
+          const fired = real.createFuture<void>();
+          setTimeout(() => {
+            inTimer = blockingCalls(q);
+            fired.setResult();
+          }, 5);
+          yield* fired;
+        })(),
+      );
+    } finally {
+      real.close();
+    }
+    expectRefused(inCallback);
+    expectRefused(inTimer);
+    expect(q.qsize()).toBe(1);
+    // Once the loop has stopped, the thread may block again.
+    expect(q.getSync(0)).toBe(1);
   });
 });
 
