@@ -27,8 +27,8 @@ import {
   SHUT,
   TOO_BIG,
   TOO_MANY,
-  type QueueBuffers,
 } from './internal/threads/queue-memory.js';
+import { handleOfShared, sharedValue, type QueueHandle } from './internal/threads/queue-share.js';
 import { PromiseWaiter, WordWatch, refuseInRunningLoop, sleepOn } from './internal/threads/queue-waiters.js';
 
 /**
@@ -46,11 +46,23 @@ export interface ThreadQueueOptions {
   name?: string;
 }
 
-/** What a ThreadQueue is as it crosses to another thread (wire.ts). */
-interface Handle {
-  readonly buffers: QueueBuffers;
-  readonly name: string;
+/**
+ * What `queue.share()` returns: a plain value (the queue's SharedArrayBuffers and its name) that
+ * crosses to any thread through workerData or postMessage; only `ThreadQueue.attach()` makes a
+ * queue of it again.
+ *
+ * @example
+ * ```ts
+ * const shared: SharedThreadQueue = jobs.share();
+ * new Worker(new URL('./plain-worker.js', import.meta.url), { workerData: { jobs: shared } });
+ * ```
+ */
+export interface SharedThreadQueue {
+  readonly __sharedThreadQueue: true;
 }
+
+/** What a ThreadQueue is as it crosses to another thread (wire.ts). */
+type Handle = QueueHandle;
 
 /** No item was there. */
 const NONE = Symbol('none');
@@ -104,7 +116,9 @@ function runningLoopFuture(): Future<void> {
  * and async code reads with `for await`. `using` shuts it down.
  *
  * A ThreadQueue passed to another thread (an argument or result of `lt.call`, a pool job's
- * argument) is the same queue there. Every item put is got exactly once, by one getter in one
+ * argument) is the same queue there. A thread that multiloop did not start (a bare `new
+ * Worker()`) gets it as `queue.share()` through workerData or postMessage, and makes it the same
+ * queue there with `ThreadQueue.attach()` (the queue itself would arrive as `{}`). Every item put is got exactly once, by one getter in one
  * thread; one producer's items arrive in the order it put them. Items cross as call arguments
  * do (structured clone, registered classes, Buffers, `move()`d buffers), copied through shared
  * memory: an item that cannot cross fails its put with a TypeError naming it, and the queue is
@@ -458,6 +472,39 @@ export class ThreadQueue<T = unknown> {
   }
 
   /**
+   * A plain value for a thread that multiloop did not start (a bare `new Worker()`), to give it
+   * through workerData or postMessage: `ThreadQueue.attach(value)` there makes it this queue.
+   * (Between multiloop's threads, pass the queue itself.)
+   *
+   * @example
+   * ```ts
+   * const worker = new Worker(new URL('./plain-worker.js', import.meta.url), { workerData: { jobs: jobs.share() } });
+   * // plain-worker.js: const jobs = ThreadQueue.attach(workerData.jobs); const job = jobs.getSync();
+   * ```
+   */
+  share(): SharedThreadQueue {
+    return sharedValue(this._toWire());
+  }
+
+  /**
+   * The same queue, in this thread, from what `queue.share()` returned in another (this
+   * thread's object for it when it holds the queue already); a TypeError naming what it got
+   * for anything else. Nothing guards such a thread's queue operations as a LoopThread's are:
+   * let it end on its own rather than `terminate()` it, as a thread terminated in the middle of
+   * one can leave the queue broken (see the class's notes).
+   *
+   * @example
+   * ```ts
+   * import { workerData } from 'node:worker_threads';
+   * const jobs = ThreadQueue.attach<Job>(workerData.jobs);
+   * for (;;) { const job = jobs.getSync(); work(job); jobs.taskDone(); }
+   * ```
+   */
+  static attach<T = unknown>(shared: SharedThreadQueue): ThreadQueue<T> {
+    return ThreadQueue.#of(handleOfShared(shared)) as ThreadQueue<T>;
+  }
+
+  /**
    * Shut the queue down in every thread (asyncio 3.13's shutdown): puts raise QueueShutDown from
    * now on, gets once the queue is empty; with `immediate` the items left are dropped (each
    * counting as done for `join()`) and gets raise at once. Every waiting `put()`, `get()`,
@@ -536,9 +583,14 @@ export class ThreadQueue<T = unknown> {
   static _fromWire(handle: unknown): ThreadQueue<unknown> {
     const { buffers, name } = (typeof handle === 'object' && handle !== null ? handle : {}) as Record<string, unknown>;
     if (!QueueMemory.isShaped(buffers) || typeof name !== 'string') throw new TypeError('a ThreadQueue arrived without the shared memory of one');
-    const known = held.get(QueueMemory.idOf(buffers))?.deref();
+    return ThreadQueue.#of({ buffers, name });
+  }
+
+  /** This thread's object for the queue of `handle`, or a new one. */
+  static #of(handle: Handle): ThreadQueue<unknown> {
+    const known = held.get(QueueMemory.idOf(handle.buffers))?.deref();
     if (known !== undefined) return known;
-    arriving = { buffers, name };
+    arriving = handle;
     return new ThreadQueue();
   }
 

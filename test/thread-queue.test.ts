@@ -19,6 +19,7 @@ import {
   registerClass,
   sleep,
   type Coroutine,
+  type SharedThreadQueue,
 } from '../src/index.js';
 import { _setByteLimit } from '../src/internal/threads/queue-memory.js';
 import { WIRE, fromWire, toWire } from '../src/internal/wire.js';
@@ -667,6 +668,55 @@ describe('ThreadQueue waiters whose loop was closed', () => {
     });
     expect(got).toEqual([1, 2]);
     expect(String(q)).toBe(`<ThreadQueue '${q.name}' maxsize=0 qsize=0 tasks=2>`);
+  });
+});
+
+describe('ThreadQueue.share and ThreadQueue.attach', () => {
+  it('makes a structured-cloneable value that attach turns into the same queue (this thread: the same object)', () => {
+    const q = new ThreadQueue<number>({ maxsize: 3, name: 'jobs' });
+    const shared = q.share();
+    expect(ThreadQueue.attach(shared)).toBe(q);
+    const cloned = structuredClone(shared);
+    expect(ThreadQueue.attach(cloned)).toBe(q);
+    q.putNowait(1);
+    expect(ThreadQueue.attach<number>(cloned).getNowait()).toBe(1);
+  });
+
+  it('makes the same queue of a value that crossed a MessagePort', async () => {
+    const q = new ThreadQueue<number>({ name: 'jobs' });
+    const { port1, port2 } = new MessageChannel();
+    const arrived = new Promise<unknown>((resolve) => port2.once('message', resolve));
+    port1.postMessage({ jobs: q.share(), raw: q });
+    const message = (await arrived) as { jobs: SharedThreadQueue; raw: unknown };
+    port1.close();
+    expect(ThreadQueue.attach(message.jobs)).toBe(q);
+    expect(message.raw).toEqual({});
+  });
+
+  it('refuses anything else with a TypeError naming what it got', () => {
+    const q = new ThreadQueue();
+    const { buffers } = q._toWire();
+    const notShared = [
+      [undefined, 'ThreadQueue.attach() takes what queue.share() returned, got undefined'],
+      [null, 'ThreadQueue.attach() takes what queue.share() returned, got null'],
+      ['jobs', "ThreadQueue.attach() takes what queue.share() returned, got 'jobs'"],
+      [{ buffers, name: 'jobs' }, /^ThreadQueue\.attach\(\) takes what queue\.share\(\) returned, got \{ buffers: /],
+      [
+        structuredClone({ q }).q,
+        'ThreadQueue.attach() takes what queue.share() returned, got {} (a ThreadQueue given as it is to a thread multiloop did not start arrives as {}: give it queue.share())',
+      ],
+    ] as const;
+    for (const [value, message] of notShared) expectThrow(() => ThreadQueue.attach(value as never), TypeError, message);
+    const forged = [
+      { __sharedThreadQueue: true, buffers: { control: new SharedArrayBuffer(256), data: new SharedArrayBuffer(4096) }, name: 'x' },
+      { __sharedThreadQueue: true, buffers: { control: buffers.control, data: new SharedArrayBuffer(4096) }, name: 'x' },
+      { __sharedThreadQueue: true, buffers, name: 7 },
+      { __sharedThreadQueue: true, buffers, name: '' },
+      { __sharedThreadQueue: true },
+    ];
+    for (const value of forged) {
+      expectThrow(() => ThreadQueue.attach(value as never), TypeError, 'ThreadQueue.attach() got a shared queue without the shared memory of one (was it made by queue.share()?)');
+    }
   });
 });
 
