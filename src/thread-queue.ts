@@ -61,9 +61,6 @@ export interface SharedThreadQueue {
   readonly __sharedThreadQueue: true;
 }
 
-/** What a ThreadQueue is as it crosses to another thread (wire.ts). */
-type Handle = QueueHandle;
-
 /** No item was there. */
 const NONE = Symbol('none');
 
@@ -74,7 +71,7 @@ const forget = new FinalizationRegistry<string>((id) => {
 });
 
 /** The handle the next construction attaches to (see `_fromWire`), instead of making a new queue. */
-let arriving: Handle | null = null;
+let arriving: QueueHandle | null = null;
 
 /** Wake one getter while items are left, every getter once shut down (or broken). */
 function getterReadiness(memory: QueueMemory): number {
@@ -116,18 +113,18 @@ function runningLoopFuture(): Future<void> {
  * and async code reads with `for await`. `using` shuts it down.
  *
  * A ThreadQueue passed to another thread (an argument or result of `lt.call`, a pool job's
- * argument) is the same queue there. A thread that multiloop did not start (a bare `new
- * Worker()`) gets it as `queue.share()` through workerData or postMessage, and makes it the same
- * queue there with `ThreadQueue.attach()` (the queue itself would arrive as `{}`). Every item put is got exactly once, by one getter in one
- * thread; one producer's items arrive in the order it put them. Items cross as call arguments
- * do (structured clone, registered classes, Buffers, `move()`d buffers), copied through shared
- * memory: an item that cannot cross fails its put with a TypeError naming it, and the queue is
- * unchanged. An item the getter's thread cannot rebuild (an instance of a class not registered
- * there, a deserializer that throws there, nesting deeper than its stack) fails that get with a
- * TypeError saying why: the item is taken from the queue and counted as done (call no
- * `taskDone()` for it; `join()` does not wait for it), and the next get takes the next item.
- * Items holding a SharedArrayBuffer, a MessagePort or another ThreadQueue cannot cross this way
- * (pass those as call arguments).
+ * argument) is the same queue there. A thread that multiloop did not start (a bare `new Worker()`)
+ * gets it as `queue.share()` through workerData or postMessage, and makes it the same queue there
+ * with `ThreadQueue.attach()` (the queue itself would arrive as `{}`). Every item put is got
+ * exactly once, by one getter in one thread; one producer's items arrive in the order it put them.
+ * Items cross as call arguments do (structured clone, registered classes, Buffers, `move()`d
+ * buffers), copied through shared memory: an item that cannot cross fails its put with a TypeError
+ * naming it, and the queue is unchanged. An item the getter's thread cannot rebuild (an instance of
+ * a class not registered there, a deserializer that throws there, nesting deeper than its stack)
+ * fails that get with a TypeError saying why: the item is taken from the queue and counted as done
+ * (call no `taskDone()` for it; `join()` does not wait for it), and the next get takes the next
+ * item. Items holding a SharedArrayBuffer, a MessagePort or another ThreadQueue cannot cross this
+ * way (pass those as call arguments).
  *
  * The items waiting in a queue take at most 1 GiB of its shared memory, `maxsize` or not: each
  * takes its encoded bytes (a string's UTF-8, a number 8, an object its serialized form) rounded
@@ -472,8 +469,9 @@ export class ThreadQueue<T = unknown> {
   }
 
   /**
-   * A plain value for a thread that multiloop did not start (a bare `new Worker()`), to give it
-   * through workerData or postMessage: `ThreadQueue.attach(value)` there makes it this queue.
+   * Return a plain value for a thread that multiloop did not start (a bare `new Worker()`), to
+   * give it through workerData or postMessage: `ThreadQueue.attach(value)` there makes it this
+   * queue.
    * (Between multiloop's threads, pass the queue itself.)
    *
    * @example
@@ -487,9 +485,9 @@ export class ThreadQueue<T = unknown> {
   }
 
   /**
-   * The same queue, in this thread, from what `queue.share()` returned in another (this
-   * thread's object for it when it holds the queue already); a TypeError naming what it got
-   * for anything else. Nothing guards such a thread's queue operations as a LoopThread's are:
+   * Make the same queue, in this thread, of what `queue.share()` returned in another (this
+   * thread's object for it when it holds the queue already); a TypeError naming what it got for
+   * anything else. Nothing guards such a thread's queue operations as a LoopThread's are:
    * let it end on its own rather than `terminate()` it, as a thread terminated in the middle of
    * one can leave the queue broken (see the class's notes).
    *
@@ -572,7 +570,7 @@ export class ThreadQueue<T = unknown> {
   }
 
   /** @internal What crosses to another thread (wire.ts). */
-  _toWire(): Handle {
+  _toWire(): QueueHandle {
     return { buffers: this.#memory.buffers, name: this.#name };
   }
 
@@ -587,7 +585,7 @@ export class ThreadQueue<T = unknown> {
   }
 
   /** This thread's object for the queue of `handle`, or a new one. */
-  static #of(handle: Handle): ThreadQueue<unknown> {
+  static #of(handle: QueueHandle): ThreadQueue<unknown> {
     const known = held.get(QueueMemory.idOf(handle.buffers))?.deref();
     if (known !== undefined) return known;
     arriving = handle;
