@@ -70,7 +70,7 @@ export {
 } from './tasks.js';
 export { Barrier, BoundedSemaphore, Condition, Event, Lock, Semaphore } from './locks.js';
 export { LifoQueue, PriorityQueue, Queue, type PriorityQueueOptions } from './queues.js';
-export { ThreadQueue, type ThreadQueueOptions } from './thread-queue.js';
+export { ThreadQueue, type SharedThreadQueue, type ThreadQueueOptions } from './thread-queue.js';
 export { Timeout, timeout, timeoutAt } from './timeouts.js';
 export { TaskGroup } from './taskgroups.js';
 export { staggeredRace } from './staggered.js';

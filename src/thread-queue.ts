@@ -27,9 +27,9 @@ import {
   SHUT,
   TOO_BIG,
   TOO_MANY,
-  type QueueBuffers,
 } from './internal/threads/queue-memory.js';
-import { PromiseWaiter, WordWatch, sleepOn } from './internal/threads/queue-waiters.js';
+import { handleOfShared, sharedValue, type QueueHandle } from './internal/threads/queue-share.js';
+import { PromiseWaiter, WordWatch, refuseInRunningLoop, sleepOn } from './internal/threads/queue-waiters.js';
 
 /**
  * Options of `new ThreadQueue()`.
@@ -46,10 +46,19 @@ export interface ThreadQueueOptions {
   name?: string;
 }
 
-/** What a ThreadQueue is as it crosses to another thread (wire.ts). */
-interface Handle {
-  readonly buffers: QueueBuffers;
-  readonly name: string;
+/**
+ * What `queue.share()` returns: a plain value (the queue's SharedArrayBuffers and its name) that
+ * crosses to any thread through workerData or postMessage; only `ThreadQueue.attach()` makes a
+ * queue of it again.
+ *
+ * @example
+ * ```ts
+ * const shared: SharedThreadQueue = jobs.share();
+ * new Worker(new URL('./plain-worker.js', import.meta.url), { workerData: { jobs: shared } });
+ * ```
+ */
+export interface SharedThreadQueue {
+  readonly __sharedThreadQueue: true;
 }
 
 /** No item was there. */
@@ -62,7 +71,7 @@ const forget = new FinalizationRegistry<string>((id) => {
 });
 
 /** The handle the next construction attaches to (see `_fromWire`), instead of making a new queue. */
-let arriving: Handle | null = null;
+let arriving: QueueHandle | null = null;
 
 /** Wake one getter while items are left, every getter once shut down (or broken). */
 function getterReadiness(memory: QueueMemory): number {
@@ -99,20 +108,23 @@ function runningLoopFuture(): Future<void> {
  * asyncio.Queue's API: `put()` waits (the task, never the thread) while the queue is full,
  * `get()` while it is empty; `putNowait()`/`getNowait()` throw QueueFull/QueueEmpty instead;
  * `taskDone()`/`join()` count items processed in any thread; `shutdown(immediate)` as in Python
- * 3.13. Code outside any loop blocks its thread with `putSync()`/`getSync(timeout)`, and async
- * code reads with `for await`. `using` shuts it down.
+ * 3.13. Code outside any loop blocks its thread with `putSync()`/`getSync()`/`joinSync()` (each
+ * with a timeout; a RuntimeError where a loop is running in the thread, as they would block it),
+ * and async code reads with `for await`. `using` shuts it down.
  *
  * A ThreadQueue passed to another thread (an argument or result of `lt.call`, a pool job's
- * argument) is the same queue there. Every item put is got exactly once, by one getter in one
- * thread; one producer's items arrive in the order it put them. Items cross as call arguments
- * do (structured clone, registered classes, Buffers, `move()`d buffers), copied through shared
- * memory: an item that cannot cross fails its put with a TypeError naming it, and the queue is
- * unchanged. An item the getter's thread cannot rebuild (an instance of a class not registered
- * there, a deserializer that throws there, nesting deeper than its stack) fails that get with a
- * TypeError saying why: the item is taken from the queue and counted as done (call no
- * `taskDone()` for it; `join()` does not wait for it), and the next get takes the next item.
- * Items holding a SharedArrayBuffer, a MessagePort or another ThreadQueue cannot cross this way
- * (pass those as call arguments).
+ * argument) is the same queue there. A thread that multiloop did not start (a bare `new Worker()`)
+ * gets it as `queue.share()` through workerData or postMessage, and makes it the same queue there
+ * with `ThreadQueue.attach()` (the queue itself would arrive as `{}`). Every item put is got
+ * exactly once, by one getter in one thread; one producer's items arrive in the order it put them.
+ * Items cross as call arguments do (structured clone, registered classes, Buffers, `move()`d
+ * buffers), copied through shared memory: an item that cannot cross fails its put with a TypeError
+ * naming it, and the queue is unchanged. An item the getter's thread cannot rebuild (an instance of
+ * a class not registered there, a deserializer that throws there, nesting deeper than its stack)
+ * fails that get with a TypeError saying why: the item is taken from the queue and counted as done
+ * (call no `taskDone()` for it; `join()` does not wait for it), and the next get takes the next
+ * item. Items holding a SharedArrayBuffer, a MessagePort or another ThreadQueue cannot cross this
+ * way (pass those as call arguments).
  *
  * The items waiting in a queue take at most 1 GiB of its shared memory, `maxsize` or not: each
  * takes its encoded bytes (a string's UTF-8, a number 8, an object its serialized form) rounded
@@ -261,7 +273,9 @@ export class ThreadQueue<T = unknown> {
 
   /**
    * Put an item, blocking this thread while the queue is full, for code that runs outside any
-   * loop (a plain worker); TimeoutError past `timeout` seconds (undefined or null: no limit).
+   * loop (a plain worker); TimeoutError past `timeout` seconds (undefined or null: no limit). A
+   * RuntimeError where a loop is running in this thread (it would block the loop): use `put()` or
+   * `putNowait()` there.
    *
    * @example
    * ```ts
@@ -269,6 +283,7 @@ export class ThreadQueue<T = unknown> {
    * ```
    */
   putSync(item: T, timeout?: number | null): void {
+    refuseInRunningLoop('putSync', 'yield* queue.put(item) or queue.putNowait(item)');
     const ms = timeoutMs(timeout);
     encodeItem(item, this.#where);
     const { kind, num, payload, moved } = encoded;
@@ -344,7 +359,8 @@ export class ThreadQueue<T = unknown> {
   /**
    * Remove and return the first item, blocking this thread while the queue is empty, for code
    * that runs outside any loop (a plain worker); TimeoutError past `timeout` seconds (undefined
-   * or null: no limit), QueueShutDown once shut down and empty.
+   * or null: no limit), QueueShutDown once shut down and empty. A RuntimeError where a loop is
+   * running in this thread (it would block the loop): use `get()` or `getNowait()` there.
    *
    * @example
    * ```ts
@@ -356,6 +372,7 @@ export class ThreadQueue<T = unknown> {
    * ```
    */
   getSync(timeout?: number | null): T {
+    refuseInRunningLoop('getSync', 'yield* queue.get() or queue.getNowait()');
     const ms = timeoutMs(timeout);
     const deadline = performance.now() + ms;
     let seen: number | null = null;
@@ -418,6 +435,71 @@ export class ThreadQueue<T = unknown> {
       }
       again = true;
     }
+  }
+
+  /**
+   * Block this thread until every item put, in any thread, has been marked done with
+   * `taskDone()` in any thread, for code that runs outside any loop (janus's `sync_q.join()`,
+   * queue.Queue's `join()`). Past `timeout` seconds (undefined or null: no limit) a TimeoutError,
+   * the queue unchanged: the items stay unfinished and a later join waits for them (Python's
+   * joins take no timeout; this is what `asyncio.wait_for(q.join(), timeout)` does). A
+   * RuntimeError where a loop is running in this thread (it would block the loop): use `join()`
+   * there.
+   *
+   * @example
+   * ```ts
+   * for (const job of batch) jobs.putSync(job);
+   * jobs.joinSync(60); // all processed, wherever, or TimeoutError
+   * ```
+   */
+  joinSync(timeout?: number | null): void {
+    refuseInRunningLoop('joinSync', 'yield* queue.join()');
+    const ms = timeoutMs(timeout);
+    const deadline = performance.now() + ms;
+    for (;;) {
+      // The word first: a taskDone after this read makes the sleep return at once.
+      const seen = this.#joiners.observe();
+      if (this.#memory.isBroken()) throw this.#broken();
+      const unfinished = this.#memory.unfinished();
+      if (unfinished === 0) return;
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) throw new TimeoutError(`${unfinished} item(s) of ${this.#where} not done within ${repr(timeout)} seconds`);
+      sleepOn(this.#memory.ctl, DONES, seen, remaining);
+    }
+  }
+
+  /**
+   * Return a plain value for a thread that multiloop did not start (a bare `new Worker()`), to
+   * give it through workerData or postMessage: `ThreadQueue.attach(value)` there makes it this
+   * queue.
+   * (Between multiloop's threads, pass the queue itself.)
+   *
+   * @example
+   * ```ts
+   * const worker = new Worker(new URL('./plain-worker.js', import.meta.url), { workerData: { jobs: jobs.share() } });
+   * // plain-worker.js: const jobs = ThreadQueue.attach(workerData.jobs); const job = jobs.getSync();
+   * ```
+   */
+  share(): SharedThreadQueue {
+    return sharedValue(this._toWire());
+  }
+
+  /**
+   * Make the same queue, in this thread, of what `queue.share()` returned in another (this
+   * thread's object for it when it holds the queue already); a TypeError naming what it got for
+   * anything else. Nothing guards such a thread's queue operations as a LoopThread's are:
+   * let it end on its own rather than `terminate()` it, as a thread terminated in the middle of
+   * one can leave the queue broken (see the class's notes).
+   *
+   * @example
+   * ```ts
+   * import { workerData } from 'node:worker_threads';
+   * const jobs = ThreadQueue.attach<Job>(workerData.jobs);
+   * for (;;) { const job = jobs.getSync(); work(job); jobs.taskDone(); }
+   * ```
+   */
+  static attach<T = unknown>(shared: SharedThreadQueue): ThreadQueue<T> {
+    return ThreadQueue.#of(handleOfShared(shared)) as ThreadQueue<T>;
   }
 
   /**
@@ -488,7 +570,7 @@ export class ThreadQueue<T = unknown> {
   }
 
   /** @internal What crosses to another thread (wire.ts). */
-  _toWire(): Handle {
+  _toWire(): QueueHandle {
     return { buffers: this.#memory.buffers, name: this.#name };
   }
 
@@ -499,9 +581,14 @@ export class ThreadQueue<T = unknown> {
   static _fromWire(handle: unknown): ThreadQueue<unknown> {
     const { buffers, name } = (typeof handle === 'object' && handle !== null ? handle : {}) as Record<string, unknown>;
     if (!QueueMemory.isShaped(buffers) || typeof name !== 'string') throw new TypeError('a ThreadQueue arrived without the shared memory of one');
-    const known = held.get(QueueMemory.idOf(buffers))?.deref();
+    return ThreadQueue.#of({ buffers, name });
+  }
+
+  /** This thread's object for the queue of `handle`, or a new one. */
+  static #of(handle: QueueHandle): ThreadQueue<unknown> {
+    const known = held.get(QueueMemory.idOf(handle.buffers))?.deref();
     if (known !== undefined) return known;
-    arriving = { buffers, name };
+    arriving = handle;
     return new ThreadQueue();
   }
 

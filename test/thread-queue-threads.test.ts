@@ -14,6 +14,7 @@ import {
   sleep,
   toThread,
   createTask,
+  newEventLoop,
   workerFn,
   type Coroutine,
   type Future,
@@ -453,6 +454,39 @@ describe('ThreadQueue when threads die', () => {
       })(),
     );
     expect(got).toEqual({ first: [1, 2], rest: [3, 4, 5, 6] });
+  });
+});
+
+describe('ThreadQueue waiters whose loop was closed, across threads', () => {
+  it("drops them: another thread's putNowait succeeds, and a live loop of this thread gets the item", async () => {
+    const q = new ThreadQueue<number>({ name: 'jobs' });
+    const dead = newEventLoop();
+    try {
+      // Long enough for the loop to give libuv turns with the getters waiting (it arms the watch).
+      await dead.runUntilComplete(
+        (function* (): Coroutine<void> {
+          createTask(q.get());
+          createTask(q.get());
+          yield* sleep(0.05);
+        })(),
+      );
+    } finally {
+      dead.close();
+    }
+    const out = await run(
+      (function* (): Coroutine<[unknown, number, unknown, number]> {
+        const [producer] = (yield* start(1)) as [LoopThread];
+        const getter = createTask(q.get());
+        yield* sleep(0);
+        const first = yield* producer.call('putNowait', q, 7);
+        const got = yield* getter;
+        // Nobody waits here now: the item stays for the next get.
+        const second = yield* producer.call('putNowait', q, 8);
+        return [first, got, second, yield* q.get()];
+      })(),
+    );
+    expect(out).toEqual(['put', 7, 'put', 8]);
+    expect(String(q)).toBe("<ThreadQueue 'jobs' maxsize=0 qsize=0 tasks=2>");
   });
 });
 

@@ -15,9 +15,11 @@ import {
   TimeoutError,
   createTask,
   move,
+  newEventLoop,
   registerClass,
   sleep,
   type Coroutine,
+  type SharedThreadQueue,
 } from '../src/index.js';
 import { _setByteLimit } from '../src/internal/threads/queue-memory.js';
 import { WIRE, fromWire, toWire } from '../src/internal/wire.js';
@@ -533,12 +535,188 @@ describe('ThreadQueue outside a loop', () => {
     expectError(thrownBy(() => q.putSync(3)), QueueShutDown, '');
   });
 
+  it('blocks the thread in joinSync until every item is done, and times out leaving them unfinished', () => {
+    const q = new ThreadQueue<number>({ name: 'jobs' });
+    q.joinSync(0);
+    q.putSync(1);
+    q.putSync(2);
+    expect(q.getSync()).toBe(1);
+    q.taskDone();
+    expectThrow(() => q.joinSync(0.02), TimeoutError, "1 item(s) of ThreadQueue 'jobs' not done within 0.02 seconds");
+    expect(String(q)).toBe("<ThreadQueue 'jobs' maxsize=0 qsize=1 tasks=1>");
+    expect(q.getSync()).toBe(2);
+    q.taskDone();
+    q.joinSync();
+    q.joinSync(null);
+    expectThrow(() => q.joinSync(-1), RangeError, 'timeout must be a non-negative number of seconds, got -1');
+  });
+
   it('refuses a bad timeout', () => {
     const q = new ThreadQueue();
     expectThrow(() => q.getSync(-1), RangeError, 'timeout must be a non-negative number of seconds, got -1');
     expectThrow(() => q.getSync(NaN), RangeError, 'timeout must be a non-negative number of seconds, got NaN');
     expectThrow(() => q.putSync(1, '1' as never), TypeError, "timeout must be a number of seconds or null, got '1'");
     expect(q.qsize()).toBe(0);
+  });
+});
+
+describe('ThreadQueue blocking calls where a loop runs', () => {
+  const messages = {
+    getSync: 'getSync() would block the event loop running in this thread: in a loop, use yield* queue.get() or queue.getNowait(); getSync() is for code outside any loop',
+    putSync: 'putSync() would block the event loop running in this thread: in a loop, use yield* queue.put(item) or queue.putNowait(item); putSync() is for code outside any loop',
+    joinSync: 'joinSync() would block the event loop running in this thread: in a loop, use yield* queue.join(); joinSync() is for code outside any loop',
+  };
+
+  /** Each blocking call on a queue holding one unfinished item: the errors, in order. */
+  function blockingCalls(q: ThreadQueue<number>): unknown[] {
+    // None of them would wait here (an item to get, no bound, a 0 timeout): refused all the same.
+    return [thrownBy(() => q.getSync(0)), thrownBy(() => q.putSync(2, 0)), thrownBy(() => q.joinSync(0))];
+  }
+
+  function expectRefused(errors: unknown[]): void {
+    expect(errors).toHaveLength(3);
+    expectError(errors[0], RuntimeError, messages.getSync);
+    expectError(errors[1], RuntimeError, messages.putSync);
+    expectError(errors[2], RuntimeError, messages.joinSync);
+  }
+
+  it('raises a RuntimeError from getSync, putSync and joinSync in a task, saying what to use, and leaves the queue as it was', async () => {
+    const q = new ThreadQueue<number>({ name: 'jobs' });
+    q.putNowait(1);
+    const errors = await run(function* () {
+      return blockingCalls(q);
+    });
+    expectRefused(errors);
+    expect(String(q)).toBe("<ThreadQueue 'jobs' maxsize=0 qsize=1 tasks=1>");
+  });
+
+  it("raises the same in a callback of the running loop and in a Node timer's callback while it runs", async () => {
+    const q = new ThreadQueue<number>();
+    q.putNowait(1);
+    let inCallback: unknown[] = [];
+    let inTimer: unknown[] = [];
+    const real = newEventLoop();
+    try {
+      await real.runUntilComplete(
+        (function* (): Coroutine<void> {
+          real.callSoon(() => (inCallback = blockingCalls(q)));
+          // A Node timer fires while the loop waits in libuv: the loop is running all the same.
+          const fired = real.createFuture<void>();
+          setTimeout(() => {
+            inTimer = blockingCalls(q);
+            fired.setResult();
+          }, 5);
+          yield* fired;
+        })(),
+      );
+    } finally {
+      real.close();
+    }
+    expectRefused(inCallback);
+    expectRefused(inTimer);
+    expect(q.qsize()).toBe(1);
+    // Once the loop has stopped, the thread may block again.
+    expect(q.getSync(0)).toBe(1);
+  });
+});
+
+describe('ThreadQueue waiters whose loop was closed', () => {
+  /** Run `main` on a loop of its own until it returns, then close that loop, its tasks still waiting. */
+  async function runAndClose(main: () => Coroutine<void>): Promise<void> {
+    const dead = new VirtualLoop();
+    await dead.runUntilComplete(main());
+    dead.close();
+  }
+
+  it('drops them: a later putNowait, getNowait and taskDone in this thread raise nothing', async () => {
+    const gets = new ThreadQueue<number>();
+    const puts = new ThreadQueue<number>({ maxsize: 1 });
+    const joins = new ThreadQueue<number>();
+    puts.putNowait(0);
+    joins.putNowait(0);
+    await runAndClose(function* () {
+      createTask(gets.get());
+      createTask(puts.put(1));
+      createTask(joins.join());
+      yield* sleep(0);
+    });
+    expect([String(gets), String(puts)]).toEqual([expect.stringMatching(/_getters\[1\]/), expect.stringMatching(/_putters\[1\]/)]);
+    gets.putNowait(7);
+    expect(puts.getNowait()).toBe(0);
+    expect(joins.getNowait()).toBe(0);
+    joins.taskDone();
+    expect([String(gets), String(puts)]).toEqual([expect.not.stringMatching(/_getters/), expect.not.stringMatching(/_putters/)]);
+    expect([gets.getNowait(), puts.qsize(), joins.qsize()]).toEqual([7, 0, 0]);
+  });
+
+  it('drops them before the waiters of a live loop, which get what comes', async () => {
+    const q = new ThreadQueue<number>();
+    await runAndClose(function* () {
+      createTask(q.get());
+      createTask(q.get());
+      yield* sleep(0);
+    });
+    const got = await run(function* () {
+      const first = createTask(q.get());
+      const second = createTask(q.get());
+      yield* sleep(0);
+      loop.callLater(0.01, () => {
+        q.putNowait(1);
+        q.putNowait(2);
+      });
+      return [yield* first, yield* second];
+    });
+    expect(got).toEqual([1, 2]);
+    expect(String(q)).toBe(`<ThreadQueue '${q.name}' maxsize=0 qsize=0 tasks=2>`);
+  });
+});
+
+describe('ThreadQueue.share and ThreadQueue.attach', () => {
+  it('makes a structured-cloneable value that attach turns into the same queue (this thread: the same object)', () => {
+    const q = new ThreadQueue<number>({ maxsize: 3, name: 'jobs' });
+    const shared = q.share();
+    expect(ThreadQueue.attach(shared)).toBe(q);
+    const cloned = structuredClone(shared);
+    expect(ThreadQueue.attach(cloned)).toBe(q);
+    q.putNowait(1);
+    expect(ThreadQueue.attach<number>(cloned).getNowait()).toBe(1);
+  });
+
+  it('makes the same queue of a value that crossed a MessagePort', async () => {
+    const q = new ThreadQueue<number>({ name: 'jobs' });
+    const { port1, port2 } = new MessageChannel();
+    const arrived = new Promise<unknown>((resolve) => port2.once('message', resolve));
+    port1.postMessage({ jobs: q.share(), raw: q });
+    const message = (await arrived) as { jobs: SharedThreadQueue; raw: unknown };
+    port1.close();
+    expect(ThreadQueue.attach(message.jobs)).toBe(q);
+    expect(message.raw).toEqual({});
+  });
+
+  it('refuses anything else with a TypeError naming what it got', () => {
+    const q = new ThreadQueue();
+    const { buffers } = q._toWire();
+    const notShared = [
+      [undefined, 'ThreadQueue.attach() takes what queue.share() returned, got undefined'],
+      [null, 'ThreadQueue.attach() takes what queue.share() returned, got null'],
+      ['jobs', "ThreadQueue.attach() takes what queue.share() returned, got 'jobs'"],
+      [{ buffers, name: 'jobs' }, /^ThreadQueue\.attach\(\) takes what queue\.share\(\) returned, got \{ buffers: /],
+      [
+        structuredClone({ q }).q,
+        'ThreadQueue.attach() takes what queue.share() returned, got {} (a ThreadQueue given as it is to a thread multiloop did not start arrives as {}: give it queue.share())',
+      ],
+    ] as const;
+    for (const [value, message] of notShared) expectThrow(() => ThreadQueue.attach(value as never), TypeError, message);
+    const forged = [
+      { __sharedThreadQueue: true, buffers: { control: new SharedArrayBuffer(256), data: new SharedArrayBuffer(4096) }, name: 'x' },
+      { __sharedThreadQueue: true, buffers: { control: buffers.control, data: new SharedArrayBuffer(4096) }, name: 'x' },
+      { __sharedThreadQueue: true, buffers, name: 7 },
+      { __sharedThreadQueue: true, buffers, name: '' },
+      { __sharedThreadQueue: true },
+    ];
+    for (const value of forged) {
+      expectThrow(() => ThreadQueue.attach(value as never), TypeError, 'ThreadQueue.attach() got a shared queue without the shared memory of one (was it made by queue.share()?)');
+    }
   });
 });
 

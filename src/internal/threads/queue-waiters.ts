@@ -4,7 +4,8 @@
  * read the sequence word, look at the queue, and if there is nothing to take, sleep until the
  * word differs from what was read (a change in between is never missed: the word differs
  * already). What sleeps:
- * - a thread outside any loop (`getSync`/`putSync`): `Atomics.wait` on the word, blocking it;
+ * - a thread outside any loop (`getSync`/`putSync`/`joinSync`): `Atomics.wait` on the word,
+ *   blocking it (refused where a loop runs: it would block the loop, see `refuseInRunningLoop`);
  * - tasks of a loop and `for await` code: a WordWatch, one per queue and word in the thread. It
  *   keeps the thread's waiters in order and arms one `Atomics.waitAsync` for all of them. A loop
  *   with a task waiting polls the word while it spins before sleeping, as it polls its links
@@ -23,8 +24,10 @@
  * that found nothing waits again in its place at the front.
  */
 import type { EventLoop, InboxReceiver, Pollable } from '../../base-events.js';
+import { RuntimeError } from '../../exceptions.js';
 import { Future } from '../../futures.js';
 import { Deque } from '../deque.js';
+import { _getRunningLoop } from '../running.js';
 import { removeWaiter } from '../waiters.js';
 import { waitingCounter } from './queue-memory.js';
 
@@ -88,6 +91,16 @@ function holdThread(delta: number): void {
     clearInterval(keepAlive);
     keepAlive = null;
   }
+}
+
+/**
+ * Refuse a blocking call (`getSync`, `putSync`, `joinSync`) in a thread whose event loop is
+ * running: it would block that loop, and with it every task that could make the change it waits
+ * for. A RuntimeError naming `method` and what to use there instead.
+ */
+export function refuseInRunningLoop(method: string, instead: string): void {
+  if (_getRunningLoop() === null) return;
+  throw new RuntimeError(`${method}() would block the event loop running in this thread: in a loop, use ${instead}; ${method}() is for code outside any loop`);
 }
 
 /**
@@ -186,12 +199,18 @@ export class WordWatch implements Pollable, InboxReceiver {
     return removed;
   }
 
-  /** Wake the first waiter not done yet (asyncio's `_wakeup_next`). */
+  /**
+   * Wake the first waiter not done yet (asyncio's `_wakeup_next`). A waiter whose loop was closed
+   * while it waited is dropped on the way: nothing can resume it, and waking it would raise
+   * "Event loop is closed" in whoever changed the queue (a put, a get, a taskDone, or the
+   * iteration of another loop that took the change); the wake-up goes to the next waiter.
+   */
   wakeNext(): void {
     const waiters = this.#waiters;
     while (waiters.length > 0) {
       const waiter = waiters.shift() as Waiter;
       if (waiter instanceof PromiseWaiter) this.#forgetPromise();
+      else if (waiter.getLoop().isClosed()) continue;
       if (!waiter.done()) {
         waiter.setResult(undefined);
         break;
