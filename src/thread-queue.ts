@@ -98,7 +98,7 @@ function timeoutMs(timeout: unknown): number {
 
 function runningLoopFuture(): Future<void> {
   const loop = _getRunningLoop();
-  if (loop === null) throw new RuntimeError('no running event loop (outside a loop, use getSync()/putSync() or for await)');
+  if (loop === null) throw new RuntimeError('no running event loop (outside a loop, use getSync()/putSync()/joinSync() or for await)');
   return loop.createFuture<void>();
 }
 

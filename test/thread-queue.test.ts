@@ -394,7 +394,7 @@ describe('ThreadQueue.put and ThreadQueue.get in a loop', () => {
   it('needs a running loop to wait, and says so', () => {
     const q = new ThreadQueue();
     const get = q.get();
-    expectThrow(() => get.next(), RuntimeError, 'no running event loop (outside a loop, use getSync()/putSync() or for await)');
+    expectThrow(() => get.next(), RuntimeError, 'no running event loop (outside a loop, use getSync()/putSync()/joinSync() or for await)');
   });
 });
 
