@@ -16,7 +16,7 @@ import { _getRunningLoop } from './internal/running.js';
 import type { EventLoop } from './base-events.js';
 import { yieldable } from './internal/yieldable.js';
 import { CROSSES, WIRE } from './internal/wire.js';
-import { checkMaxCallsInFlight, notStarted } from './internal/link.js';
+import { checkMaxCallsInFlight, notStarted, onCallEnded } from './internal/link.js';
 import { holdsMoved } from './transfer.js';
 import { LoopThread, type LoopRef, type RemoteProxy } from './loop-thread.js';
 import { gather } from './tasks.js';
@@ -43,7 +43,10 @@ export interface LoopThreadPoolOptions {
 export interface LoopThreadPoolStatistics {
   /** Threads alive now. */
   size: number;
-  /** Calls sent and not settled, per thread slot, in slot order. */
+  /**
+   * Calls sent whose task in the thread has not ended, per thread slot, in slot order: a call
+   * cancelled here counts until the thread says its task ended.
+   */
   inFlight: number[];
   /** Calls settled with a result. */
   completed: number;
@@ -58,20 +61,12 @@ let poolCounter = 0;
 /** One place of the pool: its thread (null while it is replaced, or for good), and its calls in flight. */
 class Slot {
   thread: LoopThread | null = null;
+  /** Calls sent to the thread whose task there has not ended. */
   inFlight = 0;
-  /** Counts one call of this slot as settled; one function per slot, not one per call. */
-  readonly settled: (future: { cancelled(): boolean; exception(): unknown }) => void;
-  /** Counts one call of this slot out, for a call the pool settles itself (it may have been sent again). */
+  /** Counts one call of this slot out once it ended in the thread; one function per slot, not one per call. */
   readonly released: () => void;
 
-  constructor(
-    readonly index: number,
-    tally: (failed: boolean) => void,
-  ) {
-    this.settled = (future) => {
-      this.inFlight--;
-      tally(future.cancelled() || future.exception() !== null);
-    };
+  constructor(readonly index: number) {
     this.released = () => {
       this.inFlight--;
     };
@@ -80,12 +75,12 @@ class Slot {
 
 /**
  * N LoopThreads hosting the same module. `call`, `callSoonThreadsafe`, `submit` and `proxy` go to
- * the thread with the fewest calls in flight; `broadcast` calls every thread. A thread that dies
- * fails only the calls it had started (with its death error, as a LoopThread's); the `call`s it
- * had not started go to another thread, once. It is replaced
- * under the restart policy; while no thread is alive, calls wait for a replacement. Past the
- * restart budget (a replacement that fails to start counts too) the pool is broken: every call
- * fails at once with a RuntimeError whose cause is the last death.
+ * the thread with the fewest calls in flight (a call counts until its task there has ended,
+ * cancelled or not); `broadcast` calls every thread. A thread that dies fails only the calls it
+ * had started (with its death error, as a LoopThread's); the `call`s it had not started go to
+ * another thread, once. It is replaced under the restart policy; while no thread is alive, calls
+ * wait for a replacement. Past the restart budget (a replacement that fails to start counts too)
+ * the pool is broken: every call fails at once with a RuntimeError whose cause is the last death.
  *
  * @example
  * ```ts
@@ -124,6 +119,7 @@ export class LoopThreadPool implements LoopRef {
     else this.#completed++;
   };
   readonly #tallyCall = (future: Future<unknown>): void => this.#tally(future.cancelled() || future.exception() !== null);
+  readonly #tallySubmit = (future: ConcurrentFuture<unknown>): void => this.#tally(future.cancelled() || future.exception() !== null);
 
   private constructor(
     url: string | URL,
@@ -138,7 +134,7 @@ export class LoopThreadPool implements LoopRef {
     this.name = name;
     this.#restart = restart;
     this.#expose = expose;
-    this.#slots = Array.from({ length: size }, (_, i) => new Slot(i, this.#tally));
+    this.#slots = Array.from({ length: size }, (_, i) => new Slot(i));
   }
 
   /**
@@ -174,6 +170,8 @@ export class LoopThreadPool implements LoopRef {
   /**
    * Run export `name` in the thread with the fewest calls in flight; a Future of the caller's loop.
    * Should that thread die before it started the call, the call goes to another thread (once).
+   * Cancelling the Future cancels the task there, which counts in `statistics().inFlight` until
+   * it has ended.
    */
   call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
     const future = getEventLoop().createFuture<T>();
@@ -197,7 +195,8 @@ export class LoopThreadPool implements LoopRef {
     const slot = this.#pick() ?? this.#failNow();
     const future = (slot.thread as LoopThread).submit<T>(name, ...args);
     slot.inFlight++;
-    future.addDoneCallback(slot.settled);
+    onCallEnded(future as ConcurrentFuture<unknown>, slot.released);
+    (future as ConcurrentFuture<unknown>).addDoneCallback(this.#tallySubmit);
     return future;
   }
 
@@ -209,7 +208,8 @@ export class LoopThreadPool implements LoopRef {
       if (slot.thread === null || slot.thread.isDead()) continue;
       const future = slot.thread.call<T>(name, ...args);
       slot.inFlight++;
-      future.addDoneCallback(slot.settled);
+      onCallEnded(future as Future<unknown>, slot.released);
+      future.addDoneCallback(this.#tallyCall);
       calls.push(future);
     }
     return gather(calls) as unknown as Future<T[]>;
@@ -231,7 +231,7 @@ export class LoopThreadPool implements LoopRef {
     return this.#slots.flatMap((slot) => (slot.thread === null || slot.thread.isDead() ? [] : [slot.thread]));
   }
 
-  /** Threads alive, calls in flight per slot, calls settled, replacements started. */
+  /** Threads alive, calls in flight per slot (until their tasks there ended), calls settled, replacements started. */
   statistics(): LoopThreadPoolStatistics {
     return {
       size: this.threads().length,
@@ -316,7 +316,7 @@ export class LoopThreadPool implements LoopRef {
       return;
     }
     slot.inFlight++;
-    call.addDoneCallback(slot.released);
+    onCallEnded(call as Future<unknown>, slot.released);
     call.addDoneCallback((done) => {
       if (future.done()) return;
       if (done.cancelled()) future.cancel();
