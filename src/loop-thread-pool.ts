@@ -17,6 +17,7 @@ import type { EventLoop } from './base-events.js';
 import { yieldable } from './internal/yieldable.js';
 import { CROSSES, WIRE } from './internal/wire.js';
 import { checkMaxCallsInFlight, notStarted, onCallEnded } from './internal/link.js';
+import { BUSY_SINCE, monotonicNow } from './internal/introspect.js';
 import { holdsMoved } from './transfer.js';
 import { LoopThread, type LoopRef, type RemoteProxy } from './loop-thread.js';
 import { gather } from './tasks.js';
@@ -58,9 +59,18 @@ export interface LoopThreadPoolStatistics {
 
 let poolCounter = 0;
 
+/**
+ * A thread whose loop has not taken in messages for this long (ms) gets no new calls while
+ * another can take them: a loop takes them in at least every time slice (2 ms) unless one of its
+ * callbacks blocks it.
+ */
+const BLOCKED_MS = 100;
+
 /** One place of the pool: its thread (null while it is replaced, or for good), and its calls in flight. */
 class Slot {
   thread: LoopThread | null = null;
+  /** The thread's heartbeat: slot BUSY_SINCE says since when its loop has not taken in messages (0: it waits for them). */
+  beat: Float64Array | null = null;
   /** Calls sent to the thread whose task there has not ended. */
   inFlight = 0;
   /** Counts one call of this slot out once it ended in the thread; one function per slot, not one per call. */
@@ -76,11 +86,13 @@ class Slot {
 /**
  * N LoopThreads hosting the same module. `call`, `callSoonThreadsafe`, `submit` and `proxy` go to
  * the thread with the fewest calls in flight (a call counts until its task there has ended,
- * cancelled or not); `broadcast` calls every thread. A thread that dies fails only the calls it
- * had started (with its death error, as a LoopThread's); the `call`s it had not started go to
- * another thread, once. It is replaced under the restart policy; while no thread is alive, calls
- * wait for a replacement. Past the restart budget (a replacement that fails to start counts too)
- * the pool is broken: every call fails at once with a RuntimeError whose cause is the last death.
+ * cancelled or not), skipping a thread whose loop has not taken in messages for 100 ms (a
+ * callback blocks it) while another can take the call; `broadcast` calls every thread. A thread
+ * that dies fails only the calls it had started (with its death error, as a LoopThread's); the
+ * `call`s it had not started go to another thread, once. It is replaced under the restart
+ * policy; while no thread is alive, calls wait for a replacement. Past the restart budget (a
+ * replacement that fails to start counts too) the pool is broken: every call fails at once with
+ * a RuntimeError whose cause is the last death.
  *
  * @example
  * ```ts
@@ -168,10 +180,10 @@ export class LoopThreadPool implements LoopRef {
   }
 
   /**
-   * Run export `name` in the thread with the fewest calls in flight; a Future of the caller's loop.
-   * Should that thread die before it started the call, the call goes to another thread (once).
-   * Cancelling the Future cancels the task there, which counts in `statistics().inFlight` until
-   * it has ended.
+   * Run export `name` in the thread with the fewest calls in flight (among those whose loops take
+   * in messages); a Future of the caller's loop. Should that thread die before it started the
+   * call, the call goes to another thread (once). Cancelling the Future cancels the task there,
+   * which counts in `statistics().inFlight` until it has ended.
    */
   call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
     const future = getEventLoop().createFuture<T>();
@@ -272,18 +284,32 @@ export class LoopThreadPool implements LoopRef {
     return `<LoopThreadPool '${this.name}' ${this.threads().length}/${this.#slots.length} threads${this.#broken === null ? '' : this.#closing !== null ? ' closed' : ' broken'}>`;
   }
 
-  /** The live slot with the fewest calls in flight (ties: the one used last, then the next ones), or null when none is alive. Throws when broken. */
+  /**
+   * The live slot with the fewest calls in flight (ties: the one used last, then the next ones),
+   * a thread whose loop has not taken in messages for BLOCKED_MS coming after every other; null
+   * when none is alive. Throws when broken.
+   */
   #pick(): Slot | null {
     this.#check();
     const slots = this.#slots;
     const n = slots.length;
     let best: Slot | null = null;
+    let bestBlocked = false;
+    // Read once, and only when a thread is busy: an idle thread's heartbeat says 0.
+    let now = 0;
     for (let k = 0, i = this.#next; k < n; k++, i = i + 1 === n ? 0 : i + 1) {
       const slot = slots[i] as Slot;
       if (slot.thread === null || slot.thread.isDead()) continue;
-      if (best === null || slot.inFlight < best.inFlight) {
+      const since = slot.beat === null ? 0 : (slot.beat[BUSY_SINCE] as number);
+      let blocked = false;
+      if (since !== 0) {
+        if (now === 0) now = monotonicNow();
+        blocked = now - since >= BLOCKED_MS;
+      }
+      if (best === null || (blocked === bestBlocked ? slot.inFlight < best.inFlight : bestBlocked)) {
         best = slot;
-        if (slot.inFlight === 0) break;
+        bestBlocked = blocked;
+        if (!blocked && slot.inFlight === 0) break;
       }
     }
     if (best !== null) this.#next = best.index;
@@ -363,6 +389,7 @@ export class LoopThreadPool implements LoopRef {
       await thread.close();
       return;
     }
+    slot.beat = thread._heartbeat();
     slot.thread = thread;
     thread._onDeath((error) => this.#died(slot, thread, error));
     this.#flushWaiting();

@@ -244,6 +244,11 @@ export class LoopThread implements LoopRef {
     this.#exited = exited;
   }
 
+  /** @internal The thread's heartbeat (internal/introspect.ts), which its loops write and any thread may read. */
+  _heartbeat(): Float64Array | null {
+    return this.#heartbeat;
+  }
+
   /**
    * @internal This thread's part of a snapshot and that of the LoopThreads it started, or, when
    * it does not answer within `timeout` ms, what its heartbeat says.

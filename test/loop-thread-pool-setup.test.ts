@@ -1,9 +1,10 @@
 /**
  * LoopThreadPool across real threads, what a pool gives each of its threads and how it picks
- * one: a cancelled call counts in flight until its task in the thread has ended.
+ * one: a cancelled call counts in flight until its task in the thread has ended; a thread whose
+ * loop a callback blocks gets no new calls while the other can take them.
  */
 import { describe, expect, it } from 'vitest';
-import { LoopThreadPool, run, sleep, type Coroutine } from '../src/index.js';
+import { LoopThreadPool, gather, run, sleep, type Coroutine } from '../src/index.js';
 
 const FIXTURE = new URL('./fixtures/pool-init.mjs', import.meta.url);
 
@@ -56,5 +57,48 @@ describe('LoopThreadPool statistics().inFlight', () => {
     expect(seen.cancelled).toEqual(running);
     expect(seen.endedAfter).toBe(n + 1);
     expect(seen.stats).toEqual({ size: 2, inFlight: [0, 0], completed: 4, failed: n + 1, restarts: 0 });
+  });
+});
+
+describe('LoopThreadPool routing', () => {
+  it('sends no new call to a thread whose loop a callback blocks while the other can take it, and again once it takes messages', async () => {
+    const n = 200;
+    const seen = await run(
+      (function* (): Coroutine<Record<string, unknown>> {
+        const pool = yield* LoopThreadPool.start(FIXTURE, { size: 2, name: 'blocked' });
+        const gate = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+        const open = (): void => {
+          Atomics.store(gate, 0, 1);
+          Atomics.notify(gate, 0);
+        };
+        const [first, second] = pool.threads();
+        // Straight to the first thread, not through the pool: the pool has no call of its own there.
+        const blocking = first!.call<number>('blockUntil', gate);
+        try {
+          yield* until(() => Atomics.load(gate, 1) === 1, 'the first thread blocks');
+          // Longer than 100 ms: its loop has taken in nothing since before it blocked.
+          yield* sleep(0.3);
+          const burst = Array.from({ length: n }, () => pool.call<number>('whoami'));
+          const inFlight = pool.statistics().inFlight;
+          open();
+          const ran = yield* gather(burst);
+          yield* blocking;
+          // Unblocked, it takes calls again (its loop's next turn tells the pool so).
+          let again = false;
+          for (let i = 0; i < 400 && !again; i++) {
+            const pair = yield* gather([pool.call<number>('whoami'), pool.call<number>('whoami')]);
+            again = pair.includes(first!.threadId);
+            if (!again) yield* sleep(0.005);
+          }
+          return { first: first!.threadId, second: second!.threadId, inFlight, ran, again };
+        } finally {
+          open();
+          yield* pool.close();
+        }
+      })(),
+    );
+    expect(seen.inFlight).toEqual([0, n]);
+    expect(seen.ran).toEqual(Array.from({ length: n }, () => seen.second));
+    expect(seen.again).toBe(true);
   });
 });
