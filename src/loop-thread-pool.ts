@@ -1,11 +1,13 @@
 /**
  * A pool of LoopThreads hosting one module, that heals: each call goes to the thread with the
- * fewest calls in flight; a thread that dies fails only the calls it had started (the others go
- * to another thread) and is replaced, within a restart budget. Built on LoopThread's public
- * face: every thread is a LoopThread named `<pool>-<i>`, so ps() and pstree() list the pool's
- * threads by their names.
+ * fewest calls in flight among those whose loops take in messages; a thread that dies fails only
+ * the calls it had started (the others go to another thread) and is replaced, within a restart
+ * budget, each new thread set up by the pool's initializer before it takes calls. Built on
+ * LoopThread's public face: every thread is a LoopThread named `<pool>-<i>`, so ps() and pstree()
+ * list the pool's threads by their names.
  */
 import { availableParallelism } from 'node:os';
+import type { ResourceLimits } from 'node:worker_threads';
 import type { ConcurrentFuture } from './concurrent.js';
 import type { YieldablePromise } from './coroutines.js';
 import { getEventLoop } from './events.js';
@@ -18,6 +20,7 @@ import { yieldable } from './internal/yieldable.js';
 import { CROSSES, WIRE } from './internal/wire.js';
 import { checkMaxCallsInFlight, notStarted, onCallEnded } from './internal/link.js';
 import { BUSY_SINCE, monotonicNow } from './internal/introspect.js';
+import { checkInitializer, checkResourceLimits } from './internal/threads/pool-options.js';
 import { holdsMoved } from './transfer.js';
 import { LoopThread, type LoopRef, type RemoteProxy } from './loop-thread.js';
 import { gather } from './tasks.js';
@@ -38,6 +41,16 @@ export interface LoopThreadPoolOptions {
   expose?: Record<string, (...args: never[]) => unknown>;
   /** Each thread's back-pressure bound (as LoopThread's `maxCallsInFlight`). */
   maxCallsInFlight?: number;
+  /**
+   * `[exportName, ...args]`: every thread calls this export of the module with these arguments
+   * (a coroutine function runs as a Task; a Promise is awaited) before it takes calls,
+   * replacements too (concurrent.futures' `initializer` and `initargs`). One that fails is a failed
+   * start: `start` rejects, a replacement counts against the restart budget. The arguments go to
+   * every thread, so none may be moved.
+   */
+  initializer?: readonly [exportName: string, ...args: unknown[]];
+  /** Resource limits of every thread of the pool, replacements too (as LoopThread's `resourceLimits`). */
+  resourceLimits?: ResourceLimits;
 }
 
 /** The figures of `pool.statistics()`. */
@@ -90,14 +103,20 @@ class Slot {
  * callback blocks it) while another can take the call; `broadcast` calls every thread. A thread
  * that dies fails only the calls it had started (with its death error, as a LoopThread's); the
  * `call`s it had not started go to another thread, once. It is replaced under the restart
- * policy; while no thread is alive, calls wait for a replacement. Past the restart budget (a
- * replacement that fails to start counts too) the pool is broken: every call fails at once with
- * a RuntimeError whose cause is the last death.
+ * policy, the replacement running the `initializer` before it takes calls; while no thread is
+ * alive, calls wait for a replacement. Past the restart budget (a replacement that fails to
+ * start, or whose initializer fails, counts too) the pool is broken: every call fails at once
+ * with a RuntimeError whose cause is the last death.
  *
  * @example
  * ```ts
  * function* main(): Coroutine<void> {
- *   await using pool = yield* LoopThreadPool.start(new URL('./resize.js', import.meta.url), { size: 4, name: 'resize' });
+ *   await using pool = yield* LoopThreadPool.start(new URL('./resize.js', import.meta.url), {
+ *     size: 4,
+ *     name: 'resize',
+ *     initializer: ['openCache', '/var/cache/resize'], // in every thread, before its first call
+ *     resourceLimits: { maxOldGenerationSizeMb: 256 },
+ *   });
  *   const sizes = yield* gather(...files.map((file) => pool.call<number>('resize', file)));
  * }
  * ```
@@ -110,6 +129,8 @@ export class LoopThreadPool implements LoopRef {
   readonly #restart: { max: number; within: number } | null;
   readonly #expose: Record<string, (...args: never[]) => unknown> | undefined;
   readonly #maxCallsInFlight: number;
+  readonly #initializer: readonly [string, ...unknown[]] | null;
+  readonly #resourceLimits: ResourceLimits | undefined;
   /** The loop that started the pool: exposed functions run in it, so replacements start from it. */
   readonly #loop: EventLoop | null = _getRunningLoop();
   /** When each replacement started (ms, monotonic), for the restart budget. */
@@ -140,9 +161,13 @@ export class LoopThreadPool implements LoopRef {
     restart: { max: number; within: number } | null,
     expose: LoopThreadPoolOptions['expose'],
     maxCallsInFlight: number,
+    initializer: readonly [string, ...unknown[]] | null,
+    resourceLimits: ResourceLimits | undefined,
   ) {
     this.#url = url;
     this.#maxCallsInFlight = maxCallsInFlight;
+    this.#initializer = initializer;
+    this.#resourceLimits = resourceLimits;
     this.name = name;
     this.#restart = restart;
     this.#expose = expose;
@@ -150,8 +175,9 @@ export class LoopThreadPool implements LoopRef {
   }
 
   /**
-   * Start `size` LoopThreads hosting the module at `moduleUrl`; resolves once every one runs,
-   * rejects with the first one's error when one cannot start (the others are closed again).
+   * Start `size` LoopThreads hosting the module at `moduleUrl`; resolves once every one runs
+   * (and ran the initializer), rejects with the first one's error when one cannot start (the
+   * others are closed again): the module's error, or the initializer's, naming the export.
    */
   static start(moduleUrl: string | URL, options: LoopThreadPoolOptions = {}): YieldablePromise<LoopThreadPool> {
     return yieldable(LoopThreadPool.#start(moduleUrl, options));
@@ -164,7 +190,9 @@ export class LoopThreadPool implements LoopRef {
     const name = options.name ?? `LoopThreadPool-${++poolCounter}`;
     if (typeof name !== 'string' || name === '') throw new TypeError(`LoopThreadPool.start() options.name must be a non-empty string, got ${repr(options.name)}`);
     const maxCallsInFlight = checkMaxCallsInFlight(options.maxCallsInFlight, 'LoopThreadPool.start() options');
-    const pool = new LoopThreadPool(moduleUrl, name, size, restartPolicy(options.restart), options.expose, maxCallsInFlight);
+    const initializer = checkInitializer(options.initializer, 'LoopThreadPool.start() options');
+    const resourceLimits = checkResourceLimits(options.resourceLimits, 'LoopThreadPool.start() options');
+    const pool = new LoopThreadPool(moduleUrl, name, size, restartPolicy(options.restart), options.expose, maxCallsInFlight, initializer, resourceLimits);
     const started = await Promise.allSettled(pool.#slots.map((slot) => pool.#startThread(slot)));
     const failure = started.find((outcome) => outcome.status === 'rejected');
     if (failure !== undefined) {
@@ -377,14 +405,19 @@ export class LoopThreadPool implements LoopRef {
     for (const dispatch of waiting) dispatch();
   }
 
-  /** Start a thread in `slot`; once it runs, calls that waited go; when it dies, it is replaced. */
+  /**
+   * Start a thread in `slot` (it runs the initializer before it is ready); once it runs, calls
+   * that waited go; when it dies, it is replaced.
+   */
   async #startThread(slot: Slot): Promise<void> {
     const options = {
       name: `${this.name}-${slot.index}`,
       maxCallsInFlight: this.#maxCallsInFlight,
       ...(this.#expose === undefined ? {} : { expose: this.#expose }),
+      ...(this.#resourceLimits === undefined ? {} : { resourceLimits: this.#resourceLimits }),
     };
-    const thread = await LoopThread.start(this.#url, options);
+    const initializer = this.#initializer;
+    const thread = await (initializer === null ? LoopThread.start(this.#url, options) : LoopThread._startInitialized(this.#url, options, initializer));
     if (this.#closing !== null) {
       await thread.close();
       return;
