@@ -18,7 +18,7 @@ import { openAttachPoint } from './internal/attach/endpoint.js';
 import { Fifo } from './internal/fifo.js';
 import { INSPECT, repr, typeName } from './internal/format.js';
 import { TimerHeap } from './internal/heap.js';
-import { TIME_ORIGIN, currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
+import { BUSY_SINCE, MONOTONIC_ORIGIN, TIME_ORIGIN, currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
 import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { Task, ensureFuture } from './task.js';
@@ -1348,6 +1348,8 @@ export class EventLoop {
     this._tick = started | 0;
     const beating = healthEnabled();
     if (beating) heartbeat[0] = TIME_ORIGIN + started;
+    // Until the drive returns to libuv, nothing new is taken in: pools read it (loop-thread-pool.ts).
+    heartbeat[BUSY_SINCE] = MONOTONIC_ORIGIN + started;
     let iterations = 0;
     let error: unknown;
     try {
@@ -1368,6 +1370,7 @@ export class EventLoop {
             this.#sleep(virtual ? MAXIMUM_SELECT_TIMEOUT : Math.min(wait, MAXIMUM_SELECT_TIMEOUT), started);
             this.#inDrive = false;
             if (beating) heartbeat[0] = 0;
+            heartbeat[BUSY_SINCE] = 0;
             return;
           }
         }
@@ -1376,6 +1379,7 @@ export class EventLoop {
           this.#wake();
           this.#inDrive = false;
           if (beating) heartbeat[0] = 0;
+          heartbeat[BUSY_SINCE] = 0;
           return;
         }
       }
@@ -1384,6 +1388,7 @@ export class EventLoop {
     }
     this.#inDrive = false;
     if (beating) heartbeat[0] = 0;
+    heartbeat[BUSY_SINCE] = 0;
     this.#finish(error);
   };
 

@@ -1,11 +1,13 @@
 /**
  * A pool of LoopThreads hosting one module, that heals: each call goes to the thread with the
- * fewest calls in flight; a thread that dies fails only the calls it had started (the others go
- * to another thread) and is replaced, within a restart budget. Built on LoopThread's public
- * face: every thread is a LoopThread named `<pool>-<i>`, so ps() and pstree() list the pool's
- * threads by their names.
+ * fewest calls in flight among those whose loops take in messages; a thread that dies fails only
+ * the calls it had started (the others go to another thread) and is replaced, within a restart
+ * budget, each new thread set up by the pool's initializer before it takes calls. Built on
+ * LoopThread's public face: every thread is a LoopThread named `<pool>-<i>`, so ps() and pstree()
+ * list the pool's threads by their names.
  */
 import { availableParallelism } from 'node:os';
+import type { ResourceLimits } from 'node:worker_threads';
 import type { ConcurrentFuture } from './concurrent.js';
 import type { YieldablePromise } from './coroutines.js';
 import { getEventLoop } from './events.js';
@@ -16,7 +18,9 @@ import { _getRunningLoop } from './internal/running.js';
 import type { EventLoop } from './base-events.js';
 import { yieldable } from './internal/yieldable.js';
 import { CROSSES, WIRE } from './internal/wire.js';
-import { checkMaxCallsInFlight, notStarted } from './internal/link.js';
+import { checkMaxCallsInFlight, notStarted, onCallEnded } from './internal/link.js';
+import { BUSY_SINCE, monotonicNow } from './internal/introspect.js';
+import { checkInitializer, checkResourceLimits } from './internal/threads/pool-options.js';
 import { holdsMoved } from './transfer.js';
 import { LoopThread, type LoopRef, type RemoteProxy } from './loop-thread.js';
 import { gather } from './tasks.js';
@@ -37,13 +41,26 @@ export interface LoopThreadPoolOptions {
   expose?: Record<string, (...args: never[]) => unknown>;
   /** Each thread's back-pressure bound (as LoopThread's `maxCallsInFlight`). */
   maxCallsInFlight?: number;
+  /**
+   * `[exportName, ...args]`: every thread calls this export of the module with these arguments
+   * (a coroutine function runs as a Task; a Promise is awaited) before it takes calls,
+   * replacements too (concurrent.futures' `initializer` and `initargs`). One that fails is a failed
+   * start: `start` rejects, a replacement counts against the restart budget. The arguments go to
+   * every thread, so none may be moved.
+   */
+  initializer?: readonly [exportName: string, ...args: unknown[]];
+  /** Resource limits of every thread of the pool, replacements too (as LoopThread's `resourceLimits`). */
+  resourceLimits?: ResourceLimits;
 }
 
 /** The figures of `pool.statistics()`. */
 export interface LoopThreadPoolStatistics {
   /** Threads alive now. */
   size: number;
-  /** Calls sent and not settled, per thread slot, in slot order. */
+  /**
+   * Calls sent whose task in the thread has not ended, per thread slot, in slot order: a call
+   * cancelled here counts until the thread says its task ended.
+   */
   inFlight: number[];
   /** Calls settled with a result. */
   completed: number;
@@ -55,23 +72,24 @@ export interface LoopThreadPoolStatistics {
 
 let poolCounter = 0;
 
+/**
+ * A thread whose loop has not taken in messages for this long (ms) gets no new calls while
+ * another can take them: a loop takes them in at least every time slice (2 ms) unless one of its
+ * callbacks blocks it.
+ */
+const BLOCKED_MS = 100;
+
 /** One place of the pool: its thread (null while it is replaced, or for good), and its calls in flight. */
 class Slot {
   thread: LoopThread | null = null;
+  /** The thread's heartbeat: slot BUSY_SINCE says since when its loop has not taken in messages (0: it waits for them). */
+  beat: Float64Array | null = null;
+  /** Calls sent to the thread whose task there has not ended. */
   inFlight = 0;
-  /** Counts one call of this slot as settled; one function per slot, not one per call. */
-  readonly settled: (future: { cancelled(): boolean; exception(): unknown }) => void;
-  /** Counts one call of this slot out, for a call the pool settles itself (it may have been sent again). */
+  /** Counts one call of this slot out once it ended in the thread; one function per slot, not one per call. */
   readonly released: () => void;
 
-  constructor(
-    readonly index: number,
-    tally: (failed: boolean) => void,
-  ) {
-    this.settled = (future) => {
-      this.inFlight--;
-      tally(future.cancelled() || future.exception() !== null);
-    };
+  constructor(readonly index: number) {
     this.released = () => {
       this.inFlight--;
     };
@@ -80,17 +98,25 @@ class Slot {
 
 /**
  * N LoopThreads hosting the same module. `call`, `callSoonThreadsafe`, `submit` and `proxy` go to
- * the thread with the fewest calls in flight; `broadcast` calls every thread. A thread that dies
- * fails only the calls it had started (with its death error, as a LoopThread's); the `call`s it
- * had not started go to another thread, once. It is replaced
- * under the restart policy; while no thread is alive, calls wait for a replacement. Past the
- * restart budget (a replacement that fails to start counts too) the pool is broken: every call
- * fails at once with a RuntimeError whose cause is the last death.
+ * the thread with the fewest calls in flight (a call counts until its task there has ended,
+ * cancelled or not), skipping a thread whose loop has not taken in messages for 100 ms (a
+ * callback blocks it) while another can take the call; `broadcast` calls every thread. A thread
+ * that dies fails only the calls it had started (with its death error, as a LoopThread's); the
+ * `call`s it had not started go to another thread, once. It is replaced under the restart
+ * policy, the replacement running the `initializer` before it takes calls; while no thread is
+ * alive, calls wait for a replacement. Past the restart budget (a replacement that fails to
+ * start, or whose initializer fails, counts too) the pool is broken: every call fails at once
+ * with a RuntimeError whose cause is the last death.
  *
  * @example
  * ```ts
  * function* main(): Coroutine<void> {
- *   await using pool = yield* LoopThreadPool.start(new URL('./resize.js', import.meta.url), { size: 4, name: 'resize' });
+ *   await using pool = yield* LoopThreadPool.start(new URL('./resize.js', import.meta.url), {
+ *     size: 4,
+ *     name: 'resize',
+ *     initializer: ['openCache', '/var/cache/resize'], // in every thread, before its first call
+ *     resourceLimits: { maxOldGenerationSizeMb: 256 },
+ *   });
  *   const sizes = yield* gather(...files.map((file) => pool.call<number>('resize', file)));
  * }
  * ```
@@ -103,6 +129,8 @@ export class LoopThreadPool implements LoopRef {
   readonly #restart: { max: number; within: number } | null;
   readonly #expose: Record<string, (...args: never[]) => unknown> | undefined;
   readonly #maxCallsInFlight: number;
+  readonly #initializer: readonly [string, ...unknown[]] | null;
+  readonly #resourceLimits: ResourceLimits | undefined;
   /** The loop that started the pool: exposed functions run in it, so replacements start from it. */
   readonly #loop: EventLoop | null = _getRunningLoop();
   /** When each replacement started (ms, monotonic), for the restart budget. */
@@ -124,6 +152,7 @@ export class LoopThreadPool implements LoopRef {
     else this.#completed++;
   };
   readonly #tallyCall = (future: Future<unknown>): void => this.#tally(future.cancelled() || future.exception() !== null);
+  readonly #tallySubmit = (future: ConcurrentFuture<unknown>): void => this.#tally(future.cancelled() || future.exception() !== null);
 
   private constructor(
     url: string | URL,
@@ -132,18 +161,23 @@ export class LoopThreadPool implements LoopRef {
     restart: { max: number; within: number } | null,
     expose: LoopThreadPoolOptions['expose'],
     maxCallsInFlight: number,
+    initializer: readonly [string, ...unknown[]] | null,
+    resourceLimits: ResourceLimits | undefined,
   ) {
     this.#url = url;
     this.#maxCallsInFlight = maxCallsInFlight;
+    this.#initializer = initializer;
+    this.#resourceLimits = resourceLimits;
     this.name = name;
     this.#restart = restart;
     this.#expose = expose;
-    this.#slots = Array.from({ length: size }, (_, i) => new Slot(i, this.#tally));
+    this.#slots = Array.from({ length: size }, (_, i) => new Slot(i));
   }
 
   /**
-   * Start `size` LoopThreads hosting the module at `moduleUrl`; resolves once every one runs,
-   * rejects with the first one's error when one cannot start (the others are closed again).
+   * Start `size` LoopThreads hosting the module at `moduleUrl`; resolves once every one runs
+   * (and ran the initializer), rejects with the first one's error when one cannot start (the
+   * others are closed again): the module's error, or the initializer's, naming the export.
    */
   static start(moduleUrl: string | URL, options: LoopThreadPoolOptions = {}): YieldablePromise<LoopThreadPool> {
     return yieldable(LoopThreadPool.#start(moduleUrl, options));
@@ -156,7 +190,9 @@ export class LoopThreadPool implements LoopRef {
     const name = options.name ?? `LoopThreadPool-${++poolCounter}`;
     if (typeof name !== 'string' || name === '') throw new TypeError(`LoopThreadPool.start() options.name must be a non-empty string, got ${repr(options.name)}`);
     const maxCallsInFlight = checkMaxCallsInFlight(options.maxCallsInFlight, 'LoopThreadPool.start() options');
-    const pool = new LoopThreadPool(moduleUrl, name, size, restartPolicy(options.restart), options.expose, maxCallsInFlight);
+    const initializer = checkInitializer(options.initializer, 'LoopThreadPool.start() options');
+    const resourceLimits = checkResourceLimits(options.resourceLimits, 'LoopThreadPool.start() options');
+    const pool = new LoopThreadPool(moduleUrl, name, size, restartPolicy(options.restart), options.expose, maxCallsInFlight, initializer, resourceLimits);
     const started = await Promise.allSettled(pool.#slots.map((slot) => pool.#startThread(slot)));
     const failure = started.find((outcome) => outcome.status === 'rejected');
     if (failure !== undefined) {
@@ -172,8 +208,10 @@ export class LoopThreadPool implements LoopRef {
   }
 
   /**
-   * Run export `name` in the thread with the fewest calls in flight; a Future of the caller's loop.
-   * Should that thread die before it started the call, the call goes to another thread (once).
+   * Run export `name` in the thread with the fewest calls in flight (among those whose loops take
+   * in messages); a Future of the caller's loop. Should that thread die before it started the
+   * call, the call goes to another thread (once). Cancelling the Future cancels the task there,
+   * which counts in `statistics().inFlight` until it has ended.
    */
   call<T = unknown>(name: string, ...args: unknown[]): Future<T> {
     const future = getEventLoop().createFuture<T>();
@@ -197,7 +235,8 @@ export class LoopThreadPool implements LoopRef {
     const slot = this.#pick() ?? this.#failNow();
     const future = (slot.thread as LoopThread).submit<T>(name, ...args);
     slot.inFlight++;
-    future.addDoneCallback(slot.settled);
+    onCallEnded(future as ConcurrentFuture<unknown>, slot.released);
+    (future as ConcurrentFuture<unknown>).addDoneCallback(this.#tallySubmit);
     return future;
   }
 
@@ -209,7 +248,8 @@ export class LoopThreadPool implements LoopRef {
       if (slot.thread === null || slot.thread.isDead()) continue;
       const future = slot.thread.call<T>(name, ...args);
       slot.inFlight++;
-      future.addDoneCallback(slot.settled);
+      onCallEnded(future as Future<unknown>, slot.released);
+      future.addDoneCallback(this.#tallyCall);
       calls.push(future);
     }
     return gather(calls) as unknown as Future<T[]>;
@@ -231,7 +271,7 @@ export class LoopThreadPool implements LoopRef {
     return this.#slots.flatMap((slot) => (slot.thread === null || slot.thread.isDead() ? [] : [slot.thread]));
   }
 
-  /** Threads alive, calls in flight per slot, calls settled, replacements started. */
+  /** Threads alive, calls in flight per slot (until their tasks there ended), calls settled, replacements started. */
   statistics(): LoopThreadPoolStatistics {
     return {
       size: this.threads().length,
@@ -272,18 +312,32 @@ export class LoopThreadPool implements LoopRef {
     return `<LoopThreadPool '${this.name}' ${this.threads().length}/${this.#slots.length} threads${this.#broken === null ? '' : this.#closing !== null ? ' closed' : ' broken'}>`;
   }
 
-  /** The live slot with the fewest calls in flight (ties: the one used last, then the next ones), or null when none is alive. Throws when broken. */
+  /**
+   * The live slot with the fewest calls in flight (ties: the one used last, then the next ones),
+   * a thread whose loop has not taken in messages for BLOCKED_MS coming after every other; null
+   * when none is alive. Throws when broken.
+   */
   #pick(): Slot | null {
     this.#check();
     const slots = this.#slots;
     const n = slots.length;
     let best: Slot | null = null;
+    let bestBlocked = false;
+    // Read once, and only when a thread is busy: an idle thread's heartbeat says 0.
+    let now = 0;
     for (let k = 0, i = this.#next; k < n; k++, i = i + 1 === n ? 0 : i + 1) {
       const slot = slots[i] as Slot;
       if (slot.thread === null || slot.thread.isDead()) continue;
-      if (best === null || slot.inFlight < best.inFlight) {
+      const since = slot.beat === null ? 0 : (slot.beat[BUSY_SINCE] as number);
+      let blocked = false;
+      if (since !== 0) {
+        if (now === 0) now = monotonicNow();
+        blocked = now - since >= BLOCKED_MS;
+      }
+      if (best === null || (blocked === bestBlocked ? slot.inFlight < best.inFlight : bestBlocked)) {
         best = slot;
-        if (slot.inFlight === 0) break;
+        bestBlocked = blocked;
+        if (!blocked && slot.inFlight === 0) break;
       }
     }
     if (best !== null) this.#next = best.index;
@@ -316,7 +370,7 @@ export class LoopThreadPool implements LoopRef {
       return;
     }
     slot.inFlight++;
-    call.addDoneCallback(slot.released);
+    onCallEnded(call as Future<unknown>, slot.released);
     call.addDoneCallback((done) => {
       if (future.done()) return;
       if (done.cancelled()) future.cancel();
@@ -351,18 +405,24 @@ export class LoopThreadPool implements LoopRef {
     for (const dispatch of waiting) dispatch();
   }
 
-  /** Start a thread in `slot`; once it runs, calls that waited go; when it dies, it is replaced. */
+  /**
+   * Start a thread in `slot` (it runs the initializer before it is ready); once it runs, calls
+   * that waited go; when it dies, it is replaced.
+   */
   async #startThread(slot: Slot): Promise<void> {
     const options = {
       name: `${this.name}-${slot.index}`,
       maxCallsInFlight: this.#maxCallsInFlight,
       ...(this.#expose === undefined ? {} : { expose: this.#expose }),
+      ...(this.#resourceLimits === undefined ? {} : { resourceLimits: this.#resourceLimits }),
     };
-    const thread = await LoopThread.start(this.#url, options);
+    const initializer = this.#initializer;
+    const thread = await (initializer === null ? LoopThread.start(this.#url, options) : LoopThread._startInitialized(this.#url, options, initializer));
     if (this.#closing !== null) {
       await thread.close();
       return;
     }
+    slot.beat = thread._heartbeat();
     slot.thread = thread;
     thread._onDeath((error) => this.#died(slot, thread, error));
     this.#flushWaiting();

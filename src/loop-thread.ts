@@ -3,7 +3,7 @@
  * one module; loops call each other's exported functions through links (src/internal/link.ts),
  * and the hosted module reaches the loop that started it through `parentLoop()`.
  */
-import { MessageChannel, Worker, isMainThread, parentPort, threadId as currentThreadId, workerData, type MessagePort, type ResourceLimits } from 'node:worker_threads';
+import { MessageChannel, Worker, isMainThread, parentPort, threadId as currentThreadId, workerData, MessagePort, type ResourceLimits, type Transferable } from 'node:worker_threads';
 import { _closeServedComlinkPorts, _comlinkChannel, _serveComlink, type _ServedModule } from './comlink.js';
 import type { EventLoop } from './base-events.js';
 import type { Coroutine, YieldablePromise } from './coroutines.js';
@@ -20,13 +20,14 @@ import type { FromWorker, LinkPorts, LoopThreadData, ToWorker } from './internal
 import { _getRunningLoop } from './internal/running.js';
 import { allTasks, currentTask } from './task.js';
 import { gather } from './tasks.js';
-import { moduleUrlOf, notAFunction, notExported } from './internal/module-ref.js';
+import { moduleUrlOf, notAFunction, notExported, quoteName } from './internal/module-ref.js';
 import { INSPECT } from './internal/format.js';
 import { _setThreadGuard, newThreadGuard, stopQueueOperations } from './internal/threads/guard.js';
 import { currentThreadName, forgetThread, heartbeat, rememberThread } from './internal/introspect.js';
 import { loopRecord, makeLinkPorts, proxyOf } from './internal/loop-refs.js';
 import { FATE_CLOSING, FATE_OUT_OF_MEMORY, FATE_RUNNING, FATE_TERMINATED, closedError, deathDescriber, deathError, describeError, newFate } from './internal/thread-deaths.js';
 import { CROSSES } from './internal/wire.js';
+import { encodeInitializer, runInitializer } from './internal/threads/initializer.js';
 import { snapshotThisThread, thisHeartbeat, unresponsiveThread, type ThreadSnapshot } from './internal/snapshot.js';
 
 /** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
@@ -244,6 +245,11 @@ export class LoopThread implements LoopRef {
     this.#exited = exited;
   }
 
+  /** @internal The thread's heartbeat (internal/introspect.ts), which its loops write and any thread may read. */
+  _heartbeat(): Float64Array | null {
+    return this.#heartbeat;
+  }
+
   /**
    * @internal This thread's part of a snapshot and that of the LoopThreads it started, or, when
    * it does not answer within `timeout` ms, what its heartbeat says.
@@ -287,7 +293,15 @@ export class LoopThread implements LoopRef {
     return yieldable(LoopThread.#start(moduleUrl, options));
   }
 
-  static async #start(moduleUrl: string | URL, options: LoopThreadOptions): Promise<LoopThread> {
+  /**
+   * @internal `start`, the thread calling export `initializer[0]` with the rest as arguments
+   * before it is ready (a pool's initializer): its failure is the start's.
+   */
+  static _startInitialized(moduleUrl: string | URL, options: LoopThreadOptions, initializer: readonly [string, ...unknown[]]): Promise<LoopThread> {
+    return LoopThread.#start(moduleUrl, options, initializer);
+  }
+
+  static async #start(moduleUrl: string | URL, options: LoopThreadOptions, initializer: readonly [string, ...unknown[]] | null = null): Promise<LoopThread> {
     const url = moduleUrlOf(moduleUrl, 'LoopThread.start()');
     const name = options.name ?? `LoopThread-${++threadCounter}`;
     const loop = _getRunningLoop();
@@ -296,6 +310,9 @@ export class LoopThread implements LoopRef {
     if (options.expose !== undefined && loop === null) {
       throw new RuntimeError('LoopThread.start() with expose needs a running loop: the exposed functions run in it');
     }
+    const transferList: Transferable[] = [];
+    // Before the thread's own link is made: an argument that cannot cross fails the start here.
+    const init = initializer === null ? null : encodeInitializer(initializer, transferList);
     let parentSide: LinkPorts | null = null;
     let threadSide: LinkPorts | null = null;
     if (loop !== null) [parentSide, threadSide] = makeLinkPorts();
@@ -307,15 +324,26 @@ export class LoopThread implements LoopRef {
       starter: { threadId: currentThreadId, name: currentThreadName(), heartbeat },
       guard: newThreadGuard(),
       maxCallsInFlight,
+      initializer: init,
     };
-    const worker = new Worker(HOST_ENTRY, {
-      workerData: data,
-      transferList: threadSide === null ? [] : [threadSide.inPort, threadSide.outPort],
-      name,
-      resourceLimits: options.resourceLimits,
-      execArgv: options.execArgv ?? threadExecArgv(),
-      env: options.env,
-    });
+    if (threadSide !== null) transferList.push(threadSide.inPort, threadSide.outPort);
+    let worker: Worker;
+    try {
+      worker = new Worker(HOST_ENTRY, {
+        workerData: data,
+        transferList,
+        name,
+        resourceLimits: options.resourceLimits,
+        execArgv: options.execArgv ?? threadExecArgv(),
+        env: options.env,
+      });
+    } catch (error) {
+      for (const item of transferList) if (item instanceof MessagePort) item.close();
+      parentSide?.inPort.close();
+      parentSide?.outPort.close();
+      if (init === null || (error as Error | null)?.name !== 'DataCloneError') throw error;
+      throw new TypeError(`cannot send the arguments of initializer ${quoteName(init.name)} to LoopThread '${name}': ${(error as Error).message}`, { cause: error });
+    }
     const peer = `LoopThread '${name}'`;
     // Read now: a worker that exited reports -1.
     const threadId = worker.threadId;
@@ -703,6 +731,16 @@ export async function _hostLoopThread(): Promise<void> {
   control.unref();
 
   const running = loop.runForever();
+  const failure = data.initializer === null ? null : await runInitializer(loop, target.lookup, data.initializer, data.name);
+  if (failure !== null) {
+    const message: FromWorker = { type: 'failed', error: encodeError(failure) };
+    control.postMessage(message);
+    loop.stop();
+    await running;
+    loop.close();
+    control.close();
+    return;
+  }
   const ready: FromWorker = {
     type: 'ready',
     heartbeat: thisHeartbeat(),

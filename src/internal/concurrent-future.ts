@@ -34,6 +34,8 @@ export class ConcurrentFuture<T = unknown> {
   _blocker: ((timeout: number | null) => void) | null = null;
   /** @internal Says what is known when a blocking wait of `timeout` seconds ended without an answer. */
   _describeTimeout: ((timeout: number | null) => string) | null = null;
+  /** @internal Told once the call this future follows in another thread has ended there (see link.ts `onCallEnded`). */
+  _ended: (() => void) | null = null;
 
   /** @internal What the future stands for, in snapshots (`job add of file:///srv/math.js in the pool, running`); null when nothing is known. */
   _describeWork(): string | null {

@@ -51,10 +51,43 @@ export function threadOfId(id: number): number {
 
 /**
  * The heartbeat other threads read without this thread's help: slot 0 holds when (epoch ms)
- * the loop iterations running now began, 0 while this thread's loops wait for events. A thread
- * that does not answer a snapshot has been blocked since then.
+ * the loop iterations running now began, 0 while this thread's loops wait for events (kept
+ * while loop health is on). A thread that does not answer a snapshot has been blocked since
+ * then. Slot BUSY_SINCE holds the same moment on the process's monotonic clock (`monotonicNow`),
+ * always kept: pools send no new calls to a thread whose loop has not taken in messages for a while.
  */
-export const heartbeat = new Float64Array(new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT));
+export const heartbeat = new Float64Array(new SharedArrayBuffer(2 * Float64Array.BYTES_PER_ELEMENT));
+
+/** The heartbeat's slot that says since when (`monotonicNow()` ms) this thread's loop runs without taking in messages; 0: it waits for them. */
+export const BUSY_SINCE = 1;
+
+/**
+ * Where this thread's `performance.now()` starts on the process's monotonic clock (ms):
+ * `performance.now()` counts from the thread's start, the monotonic clock is the same in every
+ * thread (and, unlike the epoch, never jumps).
+ */
+export const MONOTONIC_ORIGIN = monotonicOrigin();
+
+/** Read the monotonic clock between two reads of `performance.now()`, the closest of a few tries (a first read of either clock can be slow). */
+function monotonicOrigin(): number {
+  let origin = 0;
+  let spread = Infinity;
+  for (let i = 0; i < 5; i++) {
+    const before = performance.now();
+    const [seconds, nanoseconds] = process.hrtime();
+    const after = performance.now();
+    if (after - before < spread) {
+      spread = after - before;
+      origin = seconds * 1000 + nanoseconds / 1e6 - (before + after) / 2;
+    }
+  }
+  return origin;
+}
+
+/** Now on the process's monotonic clock, in ms: comparable with other threads' BUSY_SINCE. */
+export function monotonicNow(): number {
+  return MONOTONIC_ORIGIN + performance.now();
+}
 
 /** The heartbeats of the threads this one knows (the thread that started it, those it started), by thread id. */
 const neighbours = new Map<number, { readonly name: string; readonly beat: Float64Array }>();

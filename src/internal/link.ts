@@ -128,6 +128,8 @@ class RemoteCallFuture<T> extends Future<T> {
   _notStarted = false;
   /** The function called there, for ps() and reprs. */
   _callName = '';
+  /** Told once the call has ended in the peer's thread (see `onCallEnded`). */
+  _ended: (() => void) | null = null;
 
   override cancel(msg?: string): boolean {
     const cancelled = super.cancel(msg);
@@ -142,6 +144,26 @@ class RemoteCallFuture<T> extends Future<T> {
  */
 export function notStarted(future: unknown): boolean {
   return future instanceof RemoteCallFuture && future._notStarted;
+}
+
+/**
+ * Call `ended` once the call that `future` (a Future or ConcurrentFuture a link's `call` or
+ * `submit` returned) follows has ended in the peer's thread: its reply arrived, or the link
+ * died. A cancelled call ends there when its task has ended, which the peer's reply to the
+ * cancellation says; until then the call still occupies the peer. Any other future: once done.
+ */
+export function onCallEnded(future: Future<unknown> | ConcurrentFuture<unknown>, ended: () => void): void {
+  // Pending in a link: a RemoteCallFuture it made, or a ConcurrentFuture its submit made (only that sets a blocker).
+  if (future instanceof RemoteCallFuture) {
+    if (future._link !== null && !future.done()) {
+      future._ended = ended;
+      return;
+    }
+  } else if (future instanceof ConcurrentFuture && future._blocker !== null && !future.done()) {
+    future._ended = ended;
+    return;
+  }
+  (future as Future<unknown>).addDoneCallback(ended);
 }
 
 /** What a Future of a call to another thread stands for ("call 'f' in LoopThread 'svc'"), or null for any other future. */
@@ -271,6 +293,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   #mayBeUnreadable = false;
   #flushScheduled = false;
   #pending = new Map<number, RemoteCallFuture<unknown> | ConcurrentFuture<unknown>>();
+  /** Calls cancelled here whose end there someone waits to hear of (`onCallEnded`), by id: the peer's reply says it. */
+  #ending = new Map<number, () => void>();
   /** The peer's bell, rung after each batch posted to it (the peer may block waiting). */
   #peerBell: Int32Array | null = null;
   /** This side's bell, once it was sent to the peer. */
@@ -619,7 +643,17 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
 
   /** @internal The caller's Future of call `id` was cancelled: cancel the remote side too. */
   _cancelRemote(id: number, message: string | null): void {
-    if (this.#pending.delete(id) && this.#death === null) this.#push(OP_CANCEL, id, message, 0);
+    const future = this.#pending.get(id);
+    if (future === undefined) return;
+    this.#pending.delete(id);
+    if (this.#death !== null) return;
+    this.#push(OP_CANCEL, id, message, 0);
+    // The task there runs until it takes the cancellation and ends: its reply (result, error or cancelled) says when.
+    const ended = future._ended;
+    if (ended !== null) {
+      future._ended = null;
+      this.#ending.set(id, ended);
+    }
   }
 
   /**
@@ -648,6 +682,16 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
       pending.push(future);
     }
     this.#pending.clear();
+    // Whatever ran there is over, or will never be heard of: every call counts as ended.
+    const ending = [...this.#ending.values()];
+    this.#ending.clear();
+    for (const future of pending) {
+      const ended = future._ended;
+      if (ended === null) continue;
+      future._ended = null;
+      ending.push(ended);
+    }
+    for (const ended of ending) ended();
     const running = [...this.#running.values()];
     this.#running.clear();
     this.#kept.clear();
@@ -1146,10 +1190,26 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     }
   }
 
+  /** The pending call `id` has ended there (a reply arrived, or it could not be sent): its Future, unless it is done. */
   #take(id: number): RemoteCallFuture<unknown> | ConcurrentFuture<unknown> | null {
     const future = this.#pending.get(id);
-    if (future === undefined) return null;
+    if (future === undefined) {
+      // A call cancelled here: its task there has ended now.
+      if (this.#ending.size !== 0) {
+        const ended = this.#ending.get(id);
+        if (ended !== undefined) {
+          this.#ending.delete(id);
+          ended();
+        }
+      }
+      return null;
+    }
     this.#pending.delete(id);
+    const ended = future._ended;
+    if (ended !== null) {
+      future._ended = null;
+      ended();
+    }
     return future.done() ? null : future;
   }
 

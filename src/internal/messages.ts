@@ -124,6 +124,8 @@ export interface LoopThreadData {
   guard: SharedArrayBuffer;
   /** The back-pressure bound of the thread's links (LoopThreadOptions.maxCallsInFlight). */
   maxCallsInFlight: number;
+  /** An export to call before the thread says it is ready (a pool's initializer), its arguments as `toWire` made them; null for none. */
+  initializer: { name: string; args: unknown[] } | null;
 }
 
 /** Worker to parent: the module is loaded and the loop runs; `exports` are its callable names. */
