@@ -18,6 +18,8 @@ const other = otherUser('the attach security tests');
 const copy = other === null ? null : readableCopy(['ps-target.mjs', 'ps-chain.mjs', 'attach-attacker.mjs']);
 afterAll(() => copy?.remove());
 const CLI = copy?.cli ?? '';
+/** The node every user can run (the clone's may sit where the second user cannot reach it). */
+const NODE = copy?.node ?? process.execPath;
 const fixture = (name: string): string => (copy as ReadableCopy).fixture(name);
 
 const started: ChildProcess[] = [];
@@ -32,7 +34,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** Start node with `args` (as `user` when given); resolves once it printed a line matching `ready`. */
 async function start(args: string[], ready: RegExp, options: { user?: OtherUser; env?: NodeJS.ProcessEnv } = {}): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, args, {
+  const child = spawn(NODE, args, {
     stdio: ['pipe', 'pipe', 'pipe'],
     uid: options.user?.uid,
     gid: options.user?.gid,
@@ -49,7 +51,7 @@ async function start(args: string[], ready: RegExp, options: { user?: OtherUser;
 }
 
 function cli(args: string[], user?: OtherUser): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30_000, uid: user?.uid, gid: user?.gid, cwd: '/' });
+  const result = spawnSync(NODE, [CLI, ...args], { encoding: 'utf8', timeout: 30_000, uid: user?.uid, gid: user?.gid, cwd: '/' });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -98,7 +100,7 @@ describe.runIf(other !== null)('multiloop ps against another local user', () => 
     chmodSync(squatted, 0o1777);
     const trap = join(squatted, `multiloop-${process.getuid!()}`);
     // The other user gets there first and leaves it open to all.
-    const made = spawnSync(process.execPath, ['-e', `require('fs').mkdirSync(${JSON.stringify(trap)}, { mode: 0o777 }); require('fs').chmodSync(${JSON.stringify(trap)}, 0o777)`], { uid: user.uid, gid: user.gid });
+    const made = spawnSync(NODE, ['-e', `require('fs').mkdirSync(${JSON.stringify(trap)}, { mode: 0o777 }); require('fs').chmodSync(${JSON.stringify(trap)}, 0o777)`], { uid: user.uid, gid: user.gid });
     expect(made.status).toBe(0);
     const target = await start([fixture('ps-target.mjs')], /ready \d+/, { env: { TMPDIR: squatted } });
     expect(target.output()).toContain(`MultiloopWarning: multiloop ps cannot attach to this process: ${trap} belongs to uid ${user.uid}, not ${process.getuid!()}`);

@@ -4,8 +4,8 @@
  * (CI=true) that skip is a failure.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, cpSync, existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { it } from 'vitest';
 
@@ -67,6 +67,11 @@ export interface ReadableCopy {
   fixture(name: string): string;
   /** The copy of the `multiloop` command (dist/bin/multiloop.js). */
   readonly cli: string;
+  /**
+   * The node every user can run: this process's own, or a copy of it when another user cannot
+   * reach it (a Node fetched into root's home, as scripts/test-nodes.mjs does).
+   */
+  readonly node: string;
   /** Remove the copy. */
   remove(): void;
 }
@@ -79,6 +84,15 @@ function openToAll(path: string): void {
     chmodSync(path, 0o755);
     for (const entry of readdirSync(path)) openToAll(join(path, entry));
   } else chmodSync(path, (stat.mode & 0o100) !== 0 ? 0o755 : 0o644);
+}
+
+/** Whether every user may run `file`: it and each folder above it are open to others. */
+function everyoneRuns(file: string): boolean {
+  if ((statSync(file).mode & 0o001) === 0) return false;
+  for (let folder = dirname(file); ; folder = dirname(folder)) {
+    if ((statSync(folder).mode & 0o001) === 0) return false;
+    if (dirname(folder) === folder) return true;
+  }
 }
 
 /**
@@ -112,10 +126,13 @@ export function readableCopy(fixtures: readonly string[]): ReadableCopy {
     pending.push(...Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies }));
   }
   for (const name of fixtures) cpSync(join(ROOT_DIR, 'test/fixtures', name), join(root, 'fixtures', name));
+  const node = everyoneRuns(process.execPath) ? process.execPath : join(root, 'bin', 'node');
+  if (node !== process.execPath) cpSync(process.execPath, node);
   openToAll(root);
   return {
     fixture: (name) => join(root, 'fixtures', name),
     cli: join(own, 'dist/bin/multiloop.js'),
+    node,
     remove: () => rmSync(root, { recursive: true, force: true }),
   };
 }
