@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { coreWorkloads } from './core.js';
 import { bullmqWorkloads } from './bullmq.js';
+import { busyWorkloads } from './busy.js';
 import { executorWorkloads } from './executor.js';
 import { healthWorkloads } from './health.js';
 import { ioWorkloads } from './io.js';
@@ -29,6 +30,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['core', coreWorkloads],
   ['toolkit', toolkitWorkloads],
   ['threads', threadWorkloads],
+  ['busy', busyWorkloads],
   ['pool', poolWorkloads],
   ['queue', threadQueueWorkloads],
   ['startup', startupWorkloads],

@@ -1236,6 +1236,15 @@ export class EventLoop {
     return false;
   }
 
+  /**
+   * Between two busy iterations: take what arrived from other threads into the inbox (the next
+   * iteration dispatches it). A poll that finds nothing new costs one shared-memory read.
+   */
+  #pollBusy(): void {
+    const pollables = this.#pollables;
+    for (let i = 0; i < pollables.length; i++) (pollables[i] as Pollable)._poll();
+  }
+
   /** Tell the pollables the loop gives libuv a turn; whether something arrived meanwhile. */
   #beforeYield(): boolean {
     const pollables = this.#pollables;
@@ -1356,6 +1365,9 @@ export class EventLoop {
       for (;;) {
         this._runOnce();
         if (this.#stopping) break;
+        // Busy: take what other threads sent at every iteration, as asyncio's select(0) does,
+        // not only when libuv gets its turn at the slice's end.
+        if (this.#ready.length !== 0 && this.#pollables.length !== 0) this.#pollBusy();
         if (this.#ready.length === 0) {
           // Batches taken while a flush waited for its peer (back-pressure) are the next iteration's.
           if (this.#inbox.length > 0) continue;
