@@ -1243,6 +1243,8 @@ export class EventLoop {
   #pollBusy(): void {
     const pollables = this.#pollables;
     for (let i = 0; i < pollables.length; i++) (pollables[i] as Pollable)._poll();
+    // The loop takes in messages although its drive goes on: a pool may send it calls.
+    heartbeat[BUSY_SINCE] = MONOTONIC_ORIGIN + performance.now();
   }
 
   /** Tell the pollables the loop gives libuv a turn; whether something arrived meanwhile. */
