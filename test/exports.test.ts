@@ -102,6 +102,7 @@ const EXPECTED_EXPORTS = [
   'printCallGraph',
   'ps',
   'pstree',
+  'registerAsyncLocalStorage',
   'registerClass',
   'registerContextVar',
   'run',

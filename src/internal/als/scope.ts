@@ -49,9 +49,13 @@ function probeFrames(): boolean {
 /** An AsyncResource made as the module loads: the async context of a task made before any store was used. */
 const emptyScope = new AsyncResource(TASK_RESOURCE, RESOURCE_OPTIONS);
 
+/** Puts Node's own `run` and `enterWith` back, while they are watched. */
+let stopWatching: (() => void) | null = null;
+
 /** Turn capturing on (a store was used, or an AsyncLocalStorage registered to travel). */
 export function useAsyncContext(): void {
   asyncContextInUse = true;
+  stopWatching?.();
 }
 
 /** Whether a store is in force as this module loads (an AsyncLocalStorage used before multiloop was imported). */
@@ -84,10 +88,12 @@ function watchForFirstStore(): void {
   }
   const restore = (): void => {
     asyncContextInUse = true;
+    stopWatching = null;
     // Only when nobody wrapped them again meanwhile; else ours stay, passing calls through.
     if (prototype.run === watchedRun) Object.defineProperty(prototype, 'run', runDescriptor);
     if (prototype.enterWith === watchedEnterWith) Object.defineProperty(prototype, 'enterWith', enterWithDescriptor);
   };
+  stopWatching = restore;
   const watchedRun = function run(this: unknown, ...args: unknown[]): unknown {
     if (!asyncContextInUse) restore();
     return Reflect.apply(originalRun, this, args);
