@@ -11,7 +11,8 @@
  * run is the wake-up from that future (asyncio's `__wakeup`), else a step (`__step`).
  */
 import type { AsyncResource } from 'node:async_hooks';
-import { adoptFirstStore, asyncContextInUse, captureAsyncContext, runInTaskScope } from './internal/als/scope.js';
+import { _setSteppingTask, adoptFirstStore, asyncContextInUse, captureAsyncContext, runInTaskScope } from './internal/als/scope.js';
+import { _getRunningLoop } from './internal/running.js';
 import { awaitedThrough } from './internal/awaited-by.js';
 import { suspendedAt, suspension } from './internal/suspension.js';
 import { PROMISE_NOTE } from './internal/introspect.js';
@@ -97,7 +98,7 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
     const name = options?.name;
     this._name = name === undefined || name === null ? ++taskCounter : String(name);
     this._context = options?.context ?? _currentVars();
-    this._asyncScope = asyncContextInUse ? captureAsyncContext() : null;
+    this._asyncScope = asyncContextInUse ? captureAsyncContext(this as Task<unknown>) : null;
     this._result = NO_ERROR;
     const loop = this._loop;
     if (options?.eagerStart === true && loop.isRunning()) {
@@ -282,6 +283,8 @@ function runTask(task: Task<unknown>): void {
     else if (previous !== null) _exit(previous);
   }
 }
+
+_setSteppingTask(() => _getRunningLoop()?._currentTask ?? null);
 
 const futureAddDoneCallback = Future.prototype.addDoneCallback;
 

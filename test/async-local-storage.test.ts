@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { TaskGroup, createTask, ensureFuture, gather, run, sleep, type Coroutine, type Task } from '../src/index.js';
+import { Context, ContextVar, TaskGroup, createTask, ensureFuture, gather, run, sleep, type Coroutine, type Task } from '../src/index.js';
 
 interface Request {
   rid: string;
@@ -160,17 +160,89 @@ describe('AsyncLocalStorage in tasks', () => {
   });
 });
 
+/** Run `fixture` (in test/fixtures) with this Node in a process of its own and parse what it prints. */
+async function runFixture(fixture: string): Promise<unknown> {
+  const path = fileURLToPath(new URL(`./fixtures/${fixture}`, import.meta.url));
+  const stdout = await new Promise<string>((resolve, reject) => {
+    execFile(process.execPath, [path], { encoding: 'utf8', timeout: 60_000 }, (error, out, stderr) => {
+      if (error !== null) reject(new Error(`${error.message}\n${stderr}`));
+      else resolve(out);
+    });
+  });
+  return JSON.parse(stdout);
+}
+
+describe('ContextVars in async code a task awaits', () => {
+  it("lets it read the task's values before and after its own awaits, three concurrent tasks apart", async () => {
+    const requestId = new ContextVar<string>('requestId', { default: '-' });
+    const log: string[] = [];
+    async function fetchLike(name: string): Promise<string> {
+      log.push(`${name} async start ${requestId.get()}`);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      log.push(`${name} async after timer ${requestId.get()}`);
+      await Promise.resolve();
+      return requestId.get();
+    }
+    function* handle(rid: string): Coroutine<string> {
+      requestId.set(rid);
+      yield* sleep(0);
+      const got = yield* ensureFuture(fetchLike(rid));
+      log.push(`${rid} back ${requestId.get()}`);
+      return got;
+    }
+    const results = await new Context().run(() =>
+      run(
+        (function* main(): Coroutine<string[]> {
+          return yield* gather(...['A', 'B', 'C'].map((rid) => createTask(handle(rid))));
+        })(),
+      ),
+    );
+    expect(results).toEqual(['A', 'B', 'C']);
+    for (const rid of ['A', 'B', 'C']) {
+      expect(of(log, rid)).toEqual([`${rid} async start ${rid}`, `${rid} async after timer ${rid}`, `${rid} back ${rid}`]);
+    }
+    expect(requestId.get()).toBe('-');
+  });
+
+  it("lets it change the task's values (as a coroutine the task awaits would), never the outside's", async () => {
+    const level = new ContextVar<number>('level', { default: 0 });
+    async function raise(): Promise<number> {
+      await Promise.resolve();
+      const token = level.set(level.get() + 1);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      const raised = level.get();
+      level.reset(token);
+      level.set(raised * 10);
+      return raised;
+    }
+    const seen = await new Context().run(() =>
+      run(
+        (function* main(): Coroutine<number[]> {
+          level.set(1);
+          const raised = yield* ensureFuture(raise());
+          return [raised, level.get()];
+        })(),
+      ),
+    );
+    expect(seen).toEqual([2, 20]);
+    expect(level.get()).toBe(0);
+  });
+
+  it('works from the first ContextVar.set() of a process, made inside a step', async () => {
+    const out = (await runFixture('contextvar-awaited.mjs')) as { results: string[]; log: string[]; outside: string };
+    expect(out.results).toEqual(['main', 'A', 'B']);
+    // Each task's own lines in order; how the two tasks' lines interleave is up to the timers.
+    expect(of(out.log, 'main')).toEqual(['main start main', 'main after timer main']);
+    expect(of(out.log, 'A')).toEqual(['A start A', 'A after timer A', 'A back A']);
+    expect(of(out.log, 'B')).toEqual(['B start B', 'B after timer B', 'B back B']);
+    expect(out.outside).toBe('-');
+  });
+});
+
 describe('AsyncLocalStorage first used after multiloop was loaded', () => {
   it('keeps the first store of the process inside the task whose step set it; tasks made before see none', async () => {
     // Its own process: in this one some storage may be in use already (the fixture runs dist/).
-    const fixture = fileURLToPath(new URL('./fixtures/als-first-use.mjs', import.meta.url));
-    const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, [fixture], { encoding: 'utf8', timeout: 60_000 }, (error, out, stderr) => {
-        if (error !== null) reject(new Error(`${error.message}\n${stderr}`));
-        else resolve(out);
-      });
-    });
-    expect(JSON.parse(stdout)).toEqual({
+    expect(await runFixture('als-first-use.mjs')).toEqual({
       log: ['x entered X', 'y same iteration undefined', 'x yield X', 'y yield undefined', 'x sleep X', 'y same iteration Z', 'y yield Z', 'main undefined'],
       // Watched until the first use, then Node's own methods again.
       wrappedBefore: true,

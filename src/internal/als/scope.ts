@@ -21,6 +21,18 @@ export interface ScopedTask {
   _asyncScope: AsyncResource | null;
 }
 
+/**
+ * The task whose async context is in force: in its steps, and in the Promise reactions of async
+ * code they started, where no step runs. ContextVar reads there find the task's context through it
+ * (contextvars.ts), so async code a task awaits sees the task's values across its own awaits.
+ */
+const stepOwner = new AsyncLocalStorage<ScopedTask>();
+
+/** Set by task.ts: the task whose step runs now, if any. */
+let steppingTask: () => ScopedTask | null = () => null;
+/** Whether `stepOwner` was entered for the rest of a step that had no async context of its own. */
+let ownerEntered = false;
+
 const TASK_RESOURCE = 'multiloop.Task';
 const RESOURCE_OPTIONS = { requireManualDestroy: true } as const;
 
@@ -54,8 +66,31 @@ let stopWatching: (() => void) | null = null;
 
 /** Turn capturing on (a store was used, or an AsyncLocalStorage registered to travel). */
 export function useAsyncContext(): void {
+  if (asyncContextInUse) return;
   asyncContextInUse = true;
   stopWatching?.();
+  enterStepOwner();
+}
+
+/** @internal Tell this module how to find the task whose step runs now (task.ts). */
+export function _setSteppingTask(find: () => ScopedTask | null): void {
+  steppingTask = find;
+}
+
+/** The task whose async context is in force now, if any: see `stepOwner`. */
+export function asyncContextOwner(): ScopedTask | undefined {
+  return stepOwner.getStore();
+}
+
+/**
+ * Capturing turned on inside a step of a task made before: Promises the rest of that step makes
+ * must find the task (until `adoptFirstStore` takes it back after the step).
+ */
+function enterStepOwner(): void {
+  const task = steppingTask();
+  if (task === null || task._asyncScope !== null) return;
+  stepOwner.enterWith(task);
+  ownerEntered = true;
 }
 
 /** Whether a store is in force as this module loads (an AsyncLocalStorage used before multiloop was imported). */
@@ -92,6 +127,7 @@ function watchForFirstStore(): void {
     // Only when nobody wrapped them again meanwhile; else ours stay, passing calls through.
     if (prototype.run === watchedRun) Object.defineProperty(prototype, 'run', runDescriptor);
     if (prototype.enterWith === watchedEnterWith) Object.defineProperty(prototype, 'enterWith', enterWithDescriptor);
+    enterStepOwner();
   };
   stopWatching = restore;
   const watchedRun = function run(this: unknown, ...args: unknown[]): unknown {
@@ -114,9 +150,14 @@ if (storeInForceNow()) asyncContextInUse = true;
 const usesFrames = probeFrames();
 if (!asyncContextInUse) watchForFirstStore();
 
-/** The async context in force now, for a task created now (call only while `asyncContextInUse`). */
-export function captureAsyncContext(): AsyncResource {
+/** The async context in force now. */
+function newResource(): AsyncResource {
   return new AsyncResource(TASK_RESOURCE, RESOURCE_OPTIONS);
+}
+
+/** The async context in force now, for `task` created now, with `task` as its owner (call only while `asyncContextInUse`). */
+export function captureAsyncContext(task: ScopedTask): AsyncResource {
+  return stepOwner.run(task, newResource);
 }
 
 /**
@@ -124,7 +165,7 @@ export function captureAsyncContext(): AsyncResource {
  * empty one of its own now (no store was in force where it was made).
  */
 export function runInTaskScope<T extends ScopedTask>(task: T, step: (task: T) => void): void {
-  const scope = (task._asyncScope ??= emptyScope.runInAsyncScope(captureAsyncContext));
+  const scope = (task._asyncScope ??= emptyScope.runInAsyncScope(captureAsyncContext, null, task));
   if (usesFrames) scope.runInAsyncScope(stepAndRecapture, null, task, step);
   else scope.runInAsyncScope(step, null, task);
 }
@@ -135,7 +176,11 @@ export function runInTaskScope<T extends ScopedTask>(task: T, step: (task: T) =>
  * leaves what ran the step, so other tasks never see it.
  */
 export function adoptFirstStore(task: ScopedTask): void {
-  task._asyncScope = captureAsyncContext();
+  task._asyncScope = captureAsyncContext(task);
+  if (ownerEntered) {
+    ownerEntered = false;
+    stepOwner.enterWith(undefined as unknown as ScopedTask);
+  }
   const entered = firstEntered;
   if (entered === null) return;
   firstEntered = null;
@@ -147,6 +192,6 @@ function stepAndRecapture<T extends ScopedTask>(task: T, step: (task: T) => void
   try {
     step(task);
   } finally {
-    task._asyncScope = captureAsyncContext();
+    task._asyncScope = newResource();
   }
 }
