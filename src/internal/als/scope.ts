@@ -3,13 +3,16 @@
  * force where it is created and runs each step in it, as it runs each step in its ContextVar
  * context. The context is held by an AsyncResource made at creation; a step runs through its
  * `runInAsyncScope`, so `als.run()`/`als.enterWith()` inside a step stay inside the task, and
- * Promises the step creates continue in the task's stores.
+ * Promises the step creates continue in the task's stores. The context also names the task
+ * (`stepOwner`), so ContextVar reads in those Promise reactions find the task's values.
  *
- * Cost: nothing until some AsyncLocalStorage is used in the process. Node says nowhere whether
- * one is, so this module looks once, as it loads (a store in force then), and otherwise waits
- * for the first `run()`/`enterWith()` of any AsyncLocalStorage: the prototype's two methods are
- * wrapped until that first call, which turns `asyncContextInUse` on and puts the originals back.
- * Until then a task holds no AsyncResource and a step reads one boolean.
+ * Cost: nothing until some AsyncLocalStorage is used in the process or a ContextVar is set (or a
+ * storage registered to travel). Node says nowhere whether a storage is used, so this module
+ * looks once, as it loads (a store in force then), and otherwise waits for the first
+ * `run()`/`enterWith()` of any AsyncLocalStorage: the prototype's two methods are wrapped until
+ * that first call, which turns `asyncContextInUse` on and puts the originals back. Until then a
+ * task holds no AsyncResource and a step reads one boolean. A storage used only before multiloop
+ * was loaded, and never again, goes unseen: its later stores would be (run/enterWith).
  */
 import { AsyncLocalStorage, AsyncResource, executionAsyncResource } from 'node:async_hooks';
 
@@ -137,7 +140,8 @@ function watchForFirstStore(): void {
   const watchedEnterWith = function enterWith(this: unknown, ...args: unknown[]): unknown {
     if (!asyncContextInUse) {
       restore();
-      firstEntered = { storage: this, enterWith: originalEnterWith };
+      const task = steppingTask();
+      if (task !== null && task._asyncScope === null) firstEntered = { storage: this, enterWith: originalEnterWith };
     }
     return Reflect.apply(originalEnterWith, this, args);
   };
