@@ -7,6 +7,7 @@
  */
 import { LookupError, RuntimeError } from './exceptions.js';
 import { INSPECT } from './internal/format.js';
+import { asyncContextInUse, asyncContextOwner, useAsyncContext } from './internal/als/scope.js';
 import { registerTravelling } from './internal/travel.js';
 
 /** @internal An immutable mapping from variables to values; null when empty. */
@@ -98,7 +99,28 @@ export class Context {
 }
 
 /** The thread's root context, current whenever nothing else was entered. */
-let current: Context = new Context();
+const root = new Context();
+let current: Context = root;
+
+/** A Task as this module sees it: its context, and the Context object it can make of it. */
+interface ContextOwner {
+  _context: Context | VarMap;
+  getContext(): Context;
+}
+
+/**
+ * The task whose async code runs now outside its steps (a Promise reaction of async code a step
+ * started: nothing entered, the root is current), if any: its context is the one in force there.
+ */
+function awaitedBy(): ContextOwner | undefined {
+  return current === root && asyncContextInUse ? (asyncContextOwner() as ContextOwner | undefined) : undefined;
+}
+
+/** The context `set()`/`reset()` change: the current one, or that of the task whose async code runs. */
+function writableContext(): Context {
+  const owner = awaitedBy();
+  return owner === undefined ? current : owner.getContext();
+}
 
 /** The object the loop enters for callbacks scheduled without an explicit context. */
 const scratch = new Context();
@@ -116,7 +138,15 @@ let lazyPrevious: Context | null = null;
 
 /** The variables in force now. */
 function currentVars(): VarMap {
-  return lazyOwner === null ? current._vars : (lazyOwner._context as VarMap);
+  if (lazyOwner !== null) return lazyOwner._context as VarMap;
+  if (current === root && asyncContextInUse) {
+    const owner = asyncContextOwner() as ContextOwner | undefined;
+    if (owner !== undefined) {
+      const held = owner._context;
+      return held instanceof Context ? held._vars : held;
+    }
+  }
+  return current._vars;
 }
 
 /** Enter the pending lazy context, if any, before the current context is changed. */
@@ -232,8 +262,10 @@ export class ContextVar<T> {
 
   /** Set the value in the current context; returns a Token for `reset()`. */
   set(value: T): Token<T> {
+    // From now on, async code a task awaits must find the task's values (internal/als/scope.ts).
+    if (!asyncContextInUse) useAsyncContext();
     materialize();
-    const context = current;
+    const context = writableContext();
     const old = context._vars;
     const oldValue = old !== null && old.has(this as ContextVar<unknown>) ? (old.get(this as ContextVar<unknown>) as T) : MISSING;
     const next = new Map(old ?? undefined);
@@ -250,17 +282,18 @@ export class ContextVar<T> {
     materialize();
     if (token._used) throw new RuntimeError(`${token} has already been used once`);
     if (token.var !== this) throw new RangeError(`${token} was created by a different ContextVar`);
+    const context = writableContext();
     // A task's tokens stay valid when its context object is created between their set and reset.
     const sameContext =
-      token._context === current ? token._owner === current._owner : token._owner !== null && token._owner === current._owner;
+      token._context === context ? token._owner === context._owner : token._owner !== null && token._owner === context._owner;
     if (!sameContext) {
       throw new RangeError(`${token} was created in a different Context`);
     }
     token._used = true;
-    const next = new Map(current._vars ?? undefined);
+    const next = new Map(context._vars ?? undefined);
     if (token.oldValue === MISSING) next.delete(this as ContextVar<unknown>);
     else next.set(this as ContextVar<unknown>, token.oldValue);
-    current._vars = next.size === 0 ? null : next;
+    context._vars = next.size === 0 ? null : next;
   }
 
   /** The repr, also in `util.inspect` and console.log (no internals). */

@@ -21,6 +21,7 @@ export {
   TimeoutError,
 } from './exceptions.js';
 export { Context, ContextVar, Token, copyContext, registerContextVar } from './contextvars.js';
+export { registerAsyncLocalStorage } from './async-local-storage.js';
 export { Handle, TimerHandle } from './handles.js';
 export {
   EventLoop,

@@ -10,6 +10,9 @@
  * no Handle: it sits in the ready queue itself, and when it runs, a set `_futWaiter` means the
  * run is the wake-up from that future (asyncio's `__wakeup`), else a step (`__step`).
  */
+import type { AsyncResource } from 'node:async_hooks';
+import { _setSteppingTask, adoptFirstStore, asyncContextInUse, captureAsyncContext, runInTaskScope } from './internal/als/scope.js';
+import { _getRunningLoop } from './internal/running.js';
 import { awaitedThrough } from './internal/awaited-by.js';
 import { suspendedAt, suspension } from './internal/suspension.js';
 import { PROMISE_NOTE } from './internal/introspect.js';
@@ -51,6 +54,11 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
    * then just the variables (an immutable map), which a copy of the creator's context shares.
    */
   _context: Context | VarMap;
+  /**
+   * @internal The AsyncLocalStorage stores the task runs in (those in force where it was made),
+   * once any store was used in the process; null until then (internal/als/scope.ts).
+   */
+  _asyncScope: AsyncResource | null;
   /** @internal The name, or the number behind the default name `Task-<n>`. */
   _name: string | number;
   /** @internal The future this task is parked on. */
@@ -90,6 +98,7 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
     const name = options?.name;
     this._name = name === undefined || name === null ? ++taskCounter : String(name);
     this._context = options?.context ?? _currentVars();
+    this._asyncScope = asyncContextInUse ? captureAsyncContext(this as Task<unknown>) : null;
     this._result = NO_ERROR;
     const loop = this._loop;
     if (options?.eagerStart === true && loop.isRunning()) {
@@ -229,30 +238,11 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
    * @internal
    */
   _run(): void {
-    const context = this._context;
-    const explicit = context instanceof Context;
-    let previous: Context | null = null;
-    try {
-      if (explicit) previous = _enter(context);
-      else _beginLazy(this);
-      const waiter = this._futWaiter;
-      if (waiter !== null) {
-        wakeupTask(this as Task<unknown>, waiter);
-      } else {
-        const error = this._result;
-        this._result = NO_ERROR;
-        stepTask(this as Task<unknown>, error);
-      }
-    } catch (error) {
-      if (_isEscaping(error)) throw error;
-      this._loop.callExceptionHandler({
-        message: `Exception in callback ${this._describe()}`,
-        exception: error as Error,
-        task: this as Task<unknown>,
-      });
-    } finally {
-      if (!explicit) _endLazy(this);
-      else if (previous !== null) _exit(previous);
+    if (asyncContextInUse) runInTaskScope(this as Task<unknown>, runTask);
+    else {
+      runTask(this as Task<unknown>);
+      // The step used the process's first AsyncLocalStorage store.
+      if (asyncContextInUse) adoptFirstStore(this as Task<unknown>);
     }
   }
 
@@ -261,6 +251,40 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
     return String(this);
   }
 }
+
+/**
+ * Run the scheduled step or wake-up of `task` in its context; errors escaping the step go to
+ * the exception handler as a Handle's would.
+ */
+function runTask(task: Task<unknown>): void {
+  const context = task._context;
+  const explicit = context instanceof Context;
+  let previous: Context | null = null;
+  try {
+    if (explicit) previous = _enter(context);
+    else _beginLazy(task);
+    const waiter = task._futWaiter;
+    if (waiter !== null) {
+      wakeupTask(task, waiter);
+    } else {
+      const error = task._result;
+      task._result = NO_ERROR;
+      stepTask(task, error);
+    }
+  } catch (error) {
+    if (_isEscaping(error)) throw error;
+    task._loop.callExceptionHandler({
+      message: `Exception in callback ${task._describe()}`,
+      exception: error as Error,
+      task: task,
+    });
+  } finally {
+    if (!explicit) _endLazy(task);
+    else if (previous !== null) _exit(previous);
+  }
+}
+
+_setSteppingTask(() => _getRunningLoop()?._currentTask ?? null);
 
 const futureAddDoneCallback = Future.prototype.addDoneCallback;
 
@@ -388,11 +412,20 @@ function eagerStart(task: Task<unknown>): void {
   const outer = loop._currentTask;
   loop._currentTask = task;
   try {
-    _runNested(task, eagerStep);
+    if (asyncContextInUse) runInTaskScope(task, nestedEagerStep);
+    else {
+      _runNested(task, eagerStep);
+      if (asyncContextInUse) adoptFirstStore(task);
+    }
   } finally {
     loop._currentTask = outer;
     if (task._state !== PENDING) task._coro = null;
   }
+}
+
+/** The first step of an eager task in its async context (AsyncLocalStorage stores). */
+function nestedEagerStep(task: Task<unknown>): void {
+  _runNested(task, eagerStep);
 }
 
 /** The first step of an eager task, its context entered: listed among the loop's tasks from now on, until done. */

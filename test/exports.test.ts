@@ -103,6 +103,7 @@ const EXPECTED_EXPORTS = [
   'printCallGraph',
   'ps',
   'pstree',
+  'registerAsyncLocalStorage',
   'registerClass',
   'registerContextVar',
   'run',

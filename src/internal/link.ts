@@ -19,11 +19,11 @@
  * fails with the reason, or a result that cannot be read becomes an error.
  */
 import { _currentVars, type Context, type VarMap } from '../contextvars.js';
-import { carriedContext, contextFor, isCarriedContext, travelling, type CarriedContext } from './travel.js';
+import { carriedContext, contextFor, currentStores, isCarriedContext, runInCarriedStores, sameStores, travelling, type CarriedContext } from './travel.js';
 import { isMainThread, receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
 import { ConcurrentFuture } from './concurrent-future.js';
 import type { CallsInFlight, EventLoop, Flushable, InboxReceiver, Pollable } from '../base-events.js';
-import { _isThenable, isCoroutine } from '../coroutines.js';
+import { _isThenable, isCoroutine, type Coroutine } from '../coroutines.js';
 import { RuntimeError } from '../exceptions.js';
 import { CANCELLED, FAILED, Future } from '../futures.js';
 import { ensureFuture } from '../task.js';
@@ -278,6 +278,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   #origin: RemoteRef | null = null;
   /** The context variables the last CONTEXT sent was made from (undefined: none sent yet). */
   #lastVars: VarMap | undefined = undefined;
+  /** The stores of registered AsyncLocalStorages the last CONTEXT sent was made from. */
+  #lastStores: unknown[] | null = null;
   /** The values of context variables the calls that arrive now carry (the last CONTEXT received). */
   #carried: CarriedContext | null = null;
   readonly #target: CallTarget;
@@ -773,7 +775,8 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
    */
   #sendContext(what: string, name: string): void {
     const vars = _currentVars();
-    if (vars === this.#lastVars) return;
+    const stores = currentStores();
+    if (vars === this.#lastVars && sameStores(stores, this.#lastStores)) return;
     let carried: CarriedContext | null;
     try {
       carried = carriedContext(vars);
@@ -783,6 +786,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     // The first time, or back to nothing after values: the peer must hear it; nothing to nothing it need not.
     if (carried !== null || this.#lastVars !== undefined) this.#push(OP_CONTEXT, 0, carried, 0);
     this.#lastVars = vars;
+    this.#lastStores = stores;
   }
 
   /** Name the task making the calls that follow, when it is not the one named last. */
@@ -1220,6 +1224,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     const name = this.#names[nameId] as string;
     let result: unknown;
     let context: Context | null = null;
+    let carried: CarriedContext | null = null;
     let release: (() => void) | null = null;
     try {
       let fn = this.#functions[nameId];
@@ -1236,10 +1241,11 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
         }
       }
       if (decoded) release = _takeReceivedCallbacks();
-      if (this.#carried === null) result = fn(...args);
+      carried = this.#carried;
+      if (carried === null) result = fn(...args);
       else {
-        context = contextFor(this.#carried);
-        result = context.run(fn, ...args);
+        const entered = (context = contextFor(carried));
+        result = runInCarriedStores(carried, () => entered.run(fn, ...args));
       }
     } catch (error) {
       (release ?? _takeReceivedCallbacks())?.();
@@ -1252,8 +1258,13 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
       release?.();
       return;
     }
-    // A coroutine runs as a Task in the context the call carried (a copy of this thread's with its values).
-    const future = context !== null && isCoroutine(result) ? this.loop.createTask(result, { context }) : ensureFuture(result as Future<unknown>, { loop: this.loop });
+    // A coroutine runs as a Task in the context the call carried (a copy of this thread's with its
+    // values), made inside the AsyncLocalStorage stores it carried, which the Task keeps.
+    const entered = context;
+    const future =
+      entered !== null && isCoroutine(result)
+        ? runInCarriedStores(carried, () => this.loop.createTask(result as Coroutine<unknown>, { context: entered }))
+        : ensureFuture(result as Future<unknown>, { loop: this.loop });
     if (release !== null) future.addDoneCallback(release);
     if (id === 0) {
       future.addDoneCallback((done) => {

@@ -26,7 +26,7 @@
 // A LoopRef (a LoopThread passed to a job) is made a caller of its loop here.
 import './loop-refs.js';
 import { _enter, _exit, type Context } from '../contextvars.js';
-import { contextFor, isCarriedContext, type CarriedContext } from './travel.js';
+import { contextFor, isCarriedContext, runInCarriedStores, type CarriedContext } from './travel.js';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, parentPort, threadId, type MessagePort, type Transferable } from 'node:worker_threads';
@@ -334,8 +334,12 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
       jobIndex = i;
       // A thread runs one job at a time (see runBatch): its context stays current until the job settles.
       const carried = contexts?.[i];
-      if (carried !== null && carried !== undefined && isCarriedContext(carried)) outside = _enter(contextFor(carried));
-      let result = call(fn, args, first, argc);
+      let result: unknown;
+      if (carried !== null && carried !== undefined && isCarriedContext(carried)) {
+        outside = _enter(contextFor(carried));
+        // Inside the AsyncLocalStorage stores it carried, which its awaits keep.
+        result = runInCarriedStores(carried, () => call(fn, args, first, argc));
+      } else result = call(fn, args, first, argc);
       if (_isThenable(result)) result = await result;
       jobSlots = null;
       state = primitiveState(result);

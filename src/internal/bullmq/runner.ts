@@ -27,7 +27,7 @@ import { typeName } from '../format.js';
 import { isModuleSpecifier, moduleUrlOf, normalizeSpecifier, quoteName, shortName } from '../module-ref.js';
 import { importUserModule } from '../ts-loader.js';
 import { fromWire } from '../wire.js';
-import { contextFor, isCarriedContext } from '../travel.js';
+import { contextFor, isCarriedContext, runInCarriedStores, type CarriedContext } from '../travel.js';
 import type { Context } from '../../contextvars.js';
 import type { CallMarks, RunnerChannel } from './channels.js';
 import {
@@ -556,21 +556,29 @@ export class JobRunner {
     const started = performance.now();
     let result: unknown;
     let context: Context | null = null;
+    let carried: CarriedContext | null = null;
     try {
       for (let i = 0; i < args.length; i++) {
         const arg: unknown = args[i];
         if (typeof arg === 'object' && arg !== null) args[i] = fromWire(arg);
       }
-      const carried = request.contexts?.[index];
+      const arrived = request.contexts?.[index];
       // The caller's values: a function sees them until it first awaits (other jobs' calls
-      // run meanwhile), a coroutine for the whole of its Task.
-      if (carried !== null && carried !== undefined && isCarriedContext(carried)) context = contextFor(carried);
-      result = context === null ? _runAsJob(call, () => fn(...args)) : context.run(() => _runAsJob(call, () => fn(...args)));
+      // run meanwhile), a coroutine for the whole of its Task; its AsyncLocalStorage stores, across its awaits too.
+      if (arrived !== null && arrived !== undefined && isCarriedContext(arrived)) {
+        carried = arrived;
+        context = contextFor(arrived);
+      }
+      const entered = context;
+      result =
+        entered === null
+          ? _runAsJob(call, () => fn(...args))
+          : runInCarriedStores(carried, () => entered.run(() => _runAsJob(call, () => fn(...args))));
     } catch (error) {
       this.#running.delete(key);
       return [index, OUTCOME_ERROR, wireFailure(error), performance.now() - started];
     }
-    if (isCoroutine(result)) result = this.#runTask(result, call, context);
+    if (isCoroutine(result)) result = this.#runTask(result, call, context, carried);
     else if (!_isThenable(result)) {
       this.#running.delete(key);
       return this.#valueOutcome(index, result, performance.now() - started, exportName, spec);
@@ -595,13 +603,13 @@ export class JobRunner {
     }
   }
 
-  /** Run a coroutine job as a Task of the worker's loop, in a context (a copy of `carried`, the caller's values, when given) where `jobSignal()` finds `call`. */
-  #runTask(coro: Coroutine<unknown>, call: RunningCall, carried: Context | null): Promise<unknown> {
+  /** Run a coroutine job as a Task of the worker's loop, in a context (a copy of `carried`, the caller's values, when given) where `jobSignal()` finds `call`, and in the AsyncLocalStorage stores `stores` holds. */
+  #runTask(coro: Coroutine<unknown>, call: RunningCall, carried: Context | null, stores: CarriedContext | null): Promise<unknown> {
     const loop = this.#loop;
     return new Promise((resolve, reject) => {
       loop.callSoonThreadsafe(() => {
         const context = carried === null ? _jobContext(call) : carried.run(() => _jobContext(call));
-        const task = loop.createTask(coro, { context });
+        const task = runInCarriedStores(stores, () => loop.createTask(coro, { context }));
         task.addDoneCallback((ended) => {
           if (ended.cancelled()) {
             reject(new CancelledError('the job\'s task was cancelled'));
