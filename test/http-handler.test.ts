@@ -1,6 +1,7 @@
 /**
  * httpHandler: node:http requests served by tasks, with a real server and a real client.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import type { ExceptionContext } from '../src/base-events.js';
@@ -81,6 +82,39 @@ describe('httpHandler', () => {
       { status: 200, body: '3:3:same loop' },
     ]);
     expect(requestId.get()).toBe('none');
+  });
+
+  it('runs each task in the AsyncLocalStorage store its request was given: three at once never see each other', async () => {
+    const als = new AsyncLocalStorage<{ rid: string }>();
+    const replies = await run(
+      (function* () {
+        const handle = httpHandler(function* (_req: IncomingMessage, res: ServerResponse) {
+          const first = als.getStore()?.rid;
+          yield* sleep(0.01 * (4 - Number(first)));
+          yield;
+          res.end(`${first}:${als.getStore()?.rid}`);
+        });
+        // As a tracing or logging middleware does: the request's store around the listener.
+        const server = createServer((req, res) => als.run({ rid: req.headers['x-rid'] as string }, () => handle(req, res)));
+        const port = yield* listen(server);
+        try {
+          const one = (rid: string): Promise<Reply> =>
+            new Promise((resolve, reject) => {
+              const req = request({ host: '127.0.0.1', port, path: '/', agent: false, headers: { 'x-rid': rid } }, (res) => {
+                let body = '';
+                res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+                res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+              });
+              req.on('error', reject);
+              req.end();
+            });
+          return yield* ensureFuture(Promise.all(['1', '2', '3'].map(one)));
+        } finally {
+          yield* closeServer(server);
+        }
+      })(),
+    );
+    expect(replies.map((reply) => reply.body)).toEqual(['1:1', '2:2', '3:3']);
   });
 
   it('cancels the task when the client goes away first; nothing is reported', async () => {
