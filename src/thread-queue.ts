@@ -25,6 +25,7 @@ import {
   PUTS,
   QueueMemory,
   SHUT,
+  STALE,
   TOO_BIG,
   TOO_MANY,
   type QueueBuffers,
@@ -119,8 +120,12 @@ function runningLoopFuture(): Future<void> {
  * up to 8, and 8 more. An item larger than that fails its put at once with a RangeError; an item
  * that does not fit in what the others leave makes `put()` and `putSync()` wait as on a full
  * queue, and `putNowait()` raise QueueFull naming the limit; `full()` is true once the items fill
- * it. The shared memory grows as items need it and is not given back when they leave (a
- * SharedArrayBuffer cannot shrink).
+ * it. The shared memory grows as items need it; once items that made it grow past 256 KiB have
+ * left (the queue is empty, or holds 1 KiB of items or less), the queue moves to a new 4 KiB
+ * buffer and the large one is freed once every thread holding the queue has moved too (a
+ * SharedArrayBuffer cannot shrink): a thread moves at its next operation on the queue, or as its
+ * loop turns. Not while the queue is on its way to another thread as an argument or result: a
+ * handle that never arrives (its call was dropped) keeps the queue from moving again.
  *
  * The queue belongs to no thread: it lives while any thread holds it, and the thread that made it
  * may end while the others go on using it. A thread that ends while it waits in `get()` or
@@ -158,6 +163,7 @@ export class ThreadQueue<T = unknown> {
     let name: string;
     if (handle !== null) {
       memory = new QueueMemory(handle.buffers);
+      memory.arrived();
       name = handle.name;
     } else {
       const { maxsize, name: given } = checkOptions(options);
@@ -487,9 +493,20 @@ export class ThreadQueue<T = unknown> {
     return this.toString();
   }
 
-  /** @internal What crosses to another thread (wire.ts). */
+  /**
+   * @internal What crosses to another thread (wire.ts): the queue counts it as travelling, and
+   * keeps its data buffer, until it arrives (see queue-memory.ts "Shrinking").
+   */
   _toWire(): Handle {
-    return { buffers: this.#memory.buffers, name: this.#name };
+    return { buffers: this.#memory.travel(), name: this.#name };
+  }
+
+  /**
+   * @internal Tests: the byte length of the shared data buffer that holds the queue's items now
+   * (this thread moved to it first), and how many times the items moved to a new, small one.
+   */
+  _memoryStats(): { dataBytes: number; moves: number } {
+    return this.#memory.dataStats();
   }
 
   /**
@@ -500,9 +517,19 @@ export class ThreadQueue<T = unknown> {
     const { buffers, name } = (typeof handle === 'object' && handle !== null ? handle : {}) as Record<string, unknown>;
     if (!QueueMemory.isShaped(buffers) || typeof name !== 'string') throw new TypeError('a ThreadQueue arrived without the shared memory of one');
     const known = held.get(QueueMemory.idOf(buffers))?.deref();
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      known.#memory.arrived();
+      return known;
+    }
     arriving = { buffers, name };
     return new ThreadQueue();
+  }
+
+  /** The error of every operation on a queue whose memory moved without this thread (STALE). */
+  #stale(): RuntimeError {
+    return new RuntimeError(
+      `${this.#where} moved its items to new shared memory while it was on its way to this thread, ` + 'so this thread cannot reach them (the handle arrived twice?)',
+    );
   }
 
   /** The error of every operation on a broken queue. */
@@ -531,6 +558,7 @@ export class ThreadQueue<T = unknown> {
       if (status === EMPTY) return NONE;
       if (status === SHUT) throw new QueueShutDown();
       if (status === BROKEN_QUEUE) throw this.#broken();
+      if (status === STALE) throw this.#stale();
       into = readBuffer(memory.needed);
     }
     // More items are left for this thread's other getters: wake the next one (one per item, as asyncio).
@@ -573,6 +601,7 @@ export class ThreadQueue<T = unknown> {
     let error: Error | null = null;
     if (status === SHUT) error = new QueueShutDown();
     else if (status === BROKEN_QUEUE) error = this.#broken();
+    else if (status === STALE) error = this.#stale();
     else if (status === TOO_BIG) {
       error = new RangeError(`cannot put into ${this.#where}: the item takes ${memory.needed} bytes there, more than the ${memory.byteLimit} bytes its items may take`);
     } else if (status === NO_ROOM && memory.failure !== null) {
