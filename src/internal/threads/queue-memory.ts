@@ -159,18 +159,13 @@ export const K_PLAIN = 8;
  */
 const HEADER = 8;
 const FIRST_CAPACITY = 4096;
-/** A ring moves to a new buffer of FIRST_CAPACITY bytes when a get leaves it at least this large (see `_setShrinkFrom`)… */
-let shrinkFrom = 64 * FIRST_CAPACITY;
+/**
+ * A ring moves to a new buffer of FIRST_CAPACITY bytes when a get leaves it at least this large
+ * (smaller rings are not worth a new buffer and a message to every thread each time they drain)…
+ */
+const SHRINK_FROM = 64 * FIRST_CAPACITY;
 /** …with records of at most this many bytes left in it. */
 const SHRINK_USED = FIRST_CAPACITY / 4;
-
-/** @internal Tests: the ring length from which a drained ring moves to a small buffer (a power of two, at least 2 × 4096); returns the one it replaces. */
-export function _setShrinkFrom(bytes: number): number {
-  if (!isByteLimit(bytes) || bytes < 2 * FIRST_CAPACITY) throw new RangeError(`the shrink threshold must be a power of two from ${2 * FIRST_CAPACITY} to ${MAX_BYTES}, got ${bytes}`);
-  const before = shrinkFrom;
-  shrinkFrom = bytes;
-  return before;
-}
 /**
  * The most bytes a queue's records take: 1 GiB (address space is reserved for it, memory is
  * not). A record takes its item's bytes rounded up to 8, and 8 more (see `recordBytes`).
@@ -767,7 +762,7 @@ export class QueueMemory implements RingReceiver {
         Atomics.store(ctl, HEAD, next);
         Atomics.store(ctl, GETS, (ctl[GETS] as number) + 1);
         // A large ring left (nearly) empty moves to a small buffer, when the producers' lock is free.
-        if (capacity >= shrinkFrom && ((this.#tail - next) | 0) <= SHRINK_USED && Atomics.load(ctl, TRAVELLING) === 0 && Atomics.compareExchange(ctl, PUT_LOCK, 0, 1) === 0) {
+        if (capacity >= SHRINK_FROM && ((this.#tail - next) | 0) <= SHRINK_USED && Atomics.load(ctl, TRAVELLING) === 0 && Atomics.compareExchange(ctl, PUT_LOCK, 0, 1) === 0) {
           this.#shrink();
           unlock(ctl, PUT_LOCK);
         }
