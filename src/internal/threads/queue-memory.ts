@@ -20,7 +20,7 @@
  * moves GEN on. Every operation already compares LAYOUT (moved on by each grow and each move)
  * under its lock; when it differs and GEN too, the thread takes the new buffer from its channel
  * before it touches the ring. A queue on its way to another thread (TRAVELLING) does not move: the
- * thread it goes to opens its channel only as it arrives, and would miss the offer.
+ * thread it goes to listens for its offers only as it arrives, and would miss one.
  *
  * Waiting is not done here: PUTS, GETS and DONES count puts, gets and items done, and threads
  * that wait for one of them to change sleep on it (queue-waiters.ts); a change notifies sleepers
@@ -40,7 +40,7 @@
  */
 
 import { enterQueueOperation, leaveQueueOperation } from './guard.js';
-import { RingChannel, type RingReceiver } from './queue-rings.js';
+import { drain, listen, publish, type RingReceiver } from './queue-rings.js';
 
 /*
  * Control block words, by cache line (16 words), so that producers and consumers write lines of
@@ -360,7 +360,6 @@ export class QueueMemory implements RingReceiver {
   /** The data buffer this thread knows of, and its generation (GEN when it is the ring's). */
   #data: GrowableBuffer;
   #gen: number;
-  readonly #ring: RingChannel;
   readonly #maxsize: number;
   readonly #byteLimit: number;
   /**
@@ -422,7 +421,7 @@ export class QueueMemory implements RingReceiver {
     this.#maxsize = this.ctl[MAXSIZE] as number;
     this.#byteLimit = this.ctl[BYTE_LIMIT] as number;
     // Open before anything else: from now on, every move of the ring is offered here.
-    this.#ring = new RingChannel(this.id, this);
+    listen(this.id, this);
   }
 
   /** The queue's buffers as this thread knows them (see `travel()` for a handle to send). */
@@ -463,9 +462,8 @@ export class QueueMemory implements RingReceiver {
    * @internal A data buffer offered by the thread that moved the ring to it (queue-rings.ts), or
    * anything else posted on that channel: taken when it is a newer generation's buffer.
    */
-  offer(message: unknown): void {
-    if (typeof message !== 'object' || message === null) return;
-    const { gen, data } = message as Record<string, unknown>;
+  offer(message: Record<string, unknown>): void {
+    const { gen, data } = message;
     if (typeof gen !== 'number' || (gen | 0) !== gen || ((gen - this.#gen) | 0) <= 0 || !isDataBuffer(data)) return;
     this.#data = data;
     this.#gen = gen;
@@ -486,7 +484,7 @@ export class QueueMemory implements RingReceiver {
     const ctl = this.ctl;
     const gen = ctl[GEN] as number;
     if (gen !== this.#gen) {
-      this.#ring.drain(this);
+      drain();
       if (gen !== this.#gen) return false;
     }
     const capacity = ctl[CAPACITY] as number;
@@ -545,7 +543,7 @@ export class QueueMemory implements RingReceiver {
   }
 
   get id(): string {
-    return QueueMemory.idOf(this.buffers);
+    return QueueMemory.idOf({ control: this.#control, data: this.#data, gen: this.#gen });
   }
 
   /** Where the queue was made: `<thread>.<number>`, for default names. */
@@ -797,7 +795,7 @@ export class QueueMemory implements RingReceiver {
     bytes.set(this.#bytes.subarray(from, from + first), 0);
     if (used > first) bytes.set(this.#bytes.subarray(0, used - first), first);
     const gen = ((ctl[GEN] as number) + 1) | 0;
-    if (!this.#ring.publish({ gen, data })) return;
+    if (!publish({ id: this.id, gen, data })) return;
     this.offer({ gen, data });
     this.#layout = ((ctl[LAYOUT] as number) + 1) | 0;
     this.#capacity = FIRST_CAPACITY;
