@@ -502,6 +502,14 @@ export class ThreadQueue<T = unknown> {
   }
 
   /**
+   * @internal Keep the queue's items in the shared buffer they are in for good: for its memory
+   * handed out as a plain value that any number of threads may take up, at any time.
+   */
+  _pin(): void {
+    this.#memory.pin();
+  }
+
+  /**
    * @internal Tests: the byte length of the shared data buffer that holds the queue's items now
    * (this thread moved to it first), and how many times the items moved to a new, small one.
    */

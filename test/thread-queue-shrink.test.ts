@@ -169,6 +169,18 @@ describe('ThreadQueue memory', () => {
     expect(out.stats.dataBytes).toBeLessThan(256 * 1024);
   });
 
+  it('never moves once its memory was pinned (handed out as a plain value, for any number of threads)', () => {
+    const q = new ThreadQueue<string>({ name: 'pinned' });
+    q._pin();
+    for (let round = 0; round < 2; round++) {
+      q.putNowait(textOf('x', round, MiB));
+      expect(q.getNowait() === textOf('x', round, MiB)).toBe(true);
+    }
+    const stats = q._memoryStats();
+    expect(stats.moves).toBe(0);
+    expect(stats.dataBytes).toBeGreaterThan(MiB);
+  });
+
   it('does not move while a handle of the queue is on its way to another thread, and moves once it arrived', async () => {
     const out = await run(
       (function* () {

@@ -102,6 +102,11 @@ const GEN = 41;
  */
 const TRAVELLING = 42;
 /**
+ * 1 once the queue's memory went out as a plain value that may be taken up by any number of
+ * threads, at any time, or never (see `pin()`): the ring never moves again. Never back to 0.
+ */
+const PINNED = 43;
+/**
  * Waiters' line: how many waits sleep on PUTS, GETS and DONES (`WAITING + word`'s place among
  * them, see `waitingCounter`). A waiter counts itself before it waits; the change that wakes it
  * takes it off (Atomics.notify says how many it woke), and a wait that ends otherwise (the word
@@ -448,6 +453,15 @@ export class QueueMemory implements RingReceiver {
     }
   }
 
+  /**
+   * Keep the ring in its data buffer for good: for memory handed out in a way no arrival is
+   * counted for (a plain value any number of threads may take up, at any time), which a move
+   * would leave behind. Call it before the buffers leave.
+   */
+  pin(): void {
+    Atomics.store(this.ctl, PINNED, 1);
+  }
+
   /** A handle made by `travel()` arrived in this thread (its channel is open): the ring may move again. */
   arrived(): void {
     const ctl = this.ctl;
@@ -781,7 +795,7 @@ export class QueueMemory implements RingReceiver {
     const ctl = this.ctl;
     const head = ctl[HEAD] as number;
     const used = ((ctl[TAIL] as number) - head) | 0;
-    if (used > SHRINK_USED || used < 0 || ctl[TRAVELLING] !== 0) return;
+    if (used > SHRINK_USED || used < 0 || ctl[TRAVELLING] !== 0 || ctl[PINNED] !== 0) return;
     let data: GrowableBuffer;
     try {
       data = newDataBuffer();
