@@ -25,6 +25,7 @@ import {
   PUTS,
   QueueMemory,
   SHUT,
+  STALE,
   TOO_BIG,
   TOO_MANY,
 } from './internal/threads/queue-memory.js';
@@ -72,6 +73,8 @@ const forget = new FinalizationRegistry<string>((id) => {
 
 /** The handle the next construction attaches to (see `_fromWire`), instead of making a new queue. */
 let arriving: QueueHandle | null = null;
+/** Whether `arriving` was counted as on its way (a wire handle) rather than shared for good. */
+let arrivingTravelled = false;
 
 /** Wake one getter while items are left, every getter once shut down (or broken). */
 function getterReadiness(memory: QueueMemory): number {
@@ -131,8 +134,12 @@ function runningLoopFuture(): Future<void> {
  * up to 8, and 8 more. An item larger than that fails its put at once with a RangeError; an item
  * that does not fit in what the others leave makes `put()` and `putSync()` wait as on a full
  * queue, and `putNowait()` raise QueueFull naming the limit; `full()` is true once the items fill
- * it. The shared memory grows as items need it and is not given back when they leave (a
- * SharedArrayBuffer cannot shrink).
+ * it. The shared memory grows as items need it; once items that made it grow past 256 KiB have
+ * left (the queue is empty, or holds 1 KiB of items or less), the queue moves to a new 4 KiB
+ * buffer and the large one is freed once every thread holding the queue has moved too (a
+ * SharedArrayBuffer cannot shrink): a thread moves at its next operation on the queue, or as its
+ * loop turns. Not while the queue is on its way to another thread as an argument or result: a
+ * handle that never arrives (its call was dropped) keeps the queue from moving again.
  *
  * The queue belongs to no thread: it lives while any thread holds it, and the thread that made it
  * may end while the others go on using it. A thread that ends while it waits in `get()` or
@@ -170,6 +177,7 @@ export class ThreadQueue<T = unknown> {
     let name: string;
     if (handle !== null) {
       memory = new QueueMemory(handle.buffers);
+      if (arrivingTravelled) memory.arrived();
       name = handle.name;
     } else {
       const { maxsize, name: given } = checkOptions(options);
@@ -472,7 +480,8 @@ export class ThreadQueue<T = unknown> {
    * Return a plain value for a thread that multiloop did not start (a bare `new Worker()`), to
    * give it through workerData or postMessage: `ThreadQueue.attach(value)` there makes it this
    * queue.
-   * (Between multiloop's threads, pass the queue itself.)
+   * (Between multiloop's threads, pass the queue itself.) A shared queue keeps the shared memory
+   * its items are in for good: as any thread may attach it at any time, it no longer shrinks.
    *
    * @example
    * ```ts
@@ -481,7 +490,8 @@ export class ThreadQueue<T = unknown> {
    * ```
    */
   share(): SharedThreadQueue {
-    return sharedValue(this._toWire());
+    // Pinned: a thread may attach it at any time, or never, so no move may leave it behind.
+    return sharedValue({ buffers: this.#memory.pinForSharing(), name: this.#name });
   }
 
   /**
@@ -499,7 +509,7 @@ export class ThreadQueue<T = unknown> {
    * ```
    */
   static attach<T = unknown>(shared: SharedThreadQueue): ThreadQueue<T> {
-    return ThreadQueue.#of(handleOfShared(shared)) as ThreadQueue<T>;
+    return ThreadQueue.#of(handleOfShared(shared), false) as ThreadQueue<T>;
   }
 
   /**
@@ -569,9 +579,28 @@ export class ThreadQueue<T = unknown> {
     return this.toString();
   }
 
-  /** @internal What crosses to another thread (wire.ts). */
+  /**
+   * @internal What crosses to another thread (wire.ts): the queue counts it as travelling, and
+   * keeps its data buffer, until it arrives (see queue-memory.ts "Shrinking").
+   */
   _toWire(): QueueHandle {
-    return { buffers: this.#memory.buffers, name: this.#name };
+    return { buffers: this.#memory.travel(), name: this.#name };
+  }
+
+  /**
+   * @internal Keep the queue's items in the shared buffer they are in for good: for its memory
+   * handed out as a plain value that any number of threads may take up, at any time.
+   */
+  _pin(): void {
+    this.#memory.pin();
+  }
+
+  /**
+   * @internal Tests: the byte length of the shared data buffer that holds the queue's items now
+   * (this thread moved to it first), and how many times the items moved to a new, small one.
+   */
+  _memoryStats(): { dataBytes: number; moves: number } {
+    return this.#memory.dataStats();
   }
 
   /**
@@ -581,15 +610,29 @@ export class ThreadQueue<T = unknown> {
   static _fromWire(handle: unknown): ThreadQueue<unknown> {
     const { buffers, name } = (typeof handle === 'object' && handle !== null ? handle : {}) as Record<string, unknown>;
     if (!QueueMemory.isShaped(buffers) || typeof name !== 'string') throw new TypeError('a ThreadQueue arrived without the shared memory of one');
-    return ThreadQueue.#of({ buffers, name });
+    return ThreadQueue.#of({ buffers, name }, true);
   }
 
-  /** This thread's object for the queue of `handle`, or a new one. */
-  static #of(handle: QueueHandle): ThreadQueue<unknown> {
+  /**
+   * This thread's object for the queue of `handle`, or a new one; `travelled`: the handle was
+   * counted as on its way (`_toWire()`), and its arrival lets the ring move again.
+   */
+  static #of(handle: QueueHandle, travelled: boolean): ThreadQueue<unknown> {
     const known = held.get(QueueMemory.idOf(handle.buffers))?.deref();
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      if (travelled) known.#memory.arrived();
+      return known;
+    }
     arriving = handle;
+    arrivingTravelled = travelled;
     return new ThreadQueue();
+  }
+
+  /** The error of every operation on a queue whose memory moved without this thread (STALE). */
+  #stale(): RuntimeError {
+    return new RuntimeError(
+      `${this.#where} moved its items to new shared memory while it was on its way to this thread, ` + 'so this thread cannot reach them (the handle arrived twice?)',
+    );
   }
 
   /** The error of every operation on a broken queue. */
@@ -618,6 +661,7 @@ export class ThreadQueue<T = unknown> {
       if (status === EMPTY) return NONE;
       if (status === SHUT) throw new QueueShutDown();
       if (status === BROKEN_QUEUE) throw this.#broken();
+      if (status === STALE) throw this.#stale();
       into = readBuffer(memory.needed);
     }
     // More items are left for this thread's other getters: wake the next one (one per item, as asyncio).
@@ -660,6 +704,7 @@ export class ThreadQueue<T = unknown> {
     let error: Error | null = null;
     if (status === SHUT) error = new QueueShutDown();
     else if (status === BROKEN_QUEUE) error = this.#broken();
+    else if (status === STALE) error = this.#stale();
     else if (status === TOO_BIG) {
       error = new RangeError(`cannot put into ${this.#where}: the item takes ${memory.needed} bytes there, more than the ${memory.byteLimit} bytes its items may take`);
     } else if (status === NO_ROOM && memory.failure !== null) {

@@ -13,6 +13,15 @@
  * that finds a run of records takes them without touching the producers' line. Growing the ring
  * takes both locks.
  *
+ * Shrinking: a SharedArrayBuffer grows but never shrinks, so a ring that grew for a burst of large
+ * items gives its memory back by moving: the get that leaves a large ring empty, or nearly
+ * (SHRINK_USED), takes the producers' lock too, if free, copies the records left to a new small
+ * buffer, offers that buffer to every other thread that holds the queue (queue-rings.ts), and
+ * moves GEN on. Every operation already compares LAYOUT (moved on by each grow and each move)
+ * under its lock; when it differs and GEN too, the thread takes the new buffer from its channel
+ * before it touches the ring. A queue on its way to another thread (TRAVELLING) does not move: the
+ * thread it goes to listens for its offers only as it arrives, and would miss one.
+ *
  * Waiting is not done here: PUTS, GETS and DONES count puts, gets and items done, and threads
  * that wait for one of them to change sleep on it (queue-waiters.ts); a change notifies sleepers
  * only when the word's WAITING count says some sleep (see WAITING).
@@ -31,6 +40,7 @@
  */
 
 import { enterQueueOperation, leaveQueueOperation } from './guard.js';
+import { drain, listen, publish, type RingReceiver } from './queue-rings.js';
 
 /*
  * Control block words, by cache line (16 words), so that producers and consumers write lines of
@@ -78,6 +88,24 @@ const ID_COPY = 38;
 const BROKEN = 37;
 /** The most bytes the records in the ring take (a power of two, MAX_BYTES but in tests), fixed at creation; the ring never grows past it. */
 const BYTE_LIMIT = 39;
+/**
+ * Moved on (under both locks) each time the ring is laid out again, grown or moved to a new data
+ * buffer: an operation reads it, not CAPACITY, to know that its views still fit.
+ */
+const LAYOUT = 40;
+/** Which data buffer holds the ring: moved on (under both locks) as the ring moves to a new one (see "Shrinking"). */
+const GEN = 41;
+/**
+ * Handles of the queue on their way to other threads (see `travel()`): the ring does not move
+ * while one is. A handle lost on its way leaves the count up for good, and that ring
+ * never moves again, as before shrinking existed: memory kept, nothing wrong.
+ */
+const TRAVELLING = 42;
+/**
+ * 1 once the queue's memory went out as a plain value that may be taken up by any number of
+ * threads, at any time, or never (see `pin()`): the ring never moves again. Never back to 0.
+ */
+const PINNED = 43;
 /**
  * Waiters' line: how many waits sleep on PUTS, GETS and DONES (`WAITING + word`'s place among
  * them, see `waitingCounter`). A waiter counts itself before it waits; the change that wakes it
@@ -137,6 +165,13 @@ export const K_PLAIN = 8;
 const HEADER = 8;
 const FIRST_CAPACITY = 4096;
 /**
+ * A ring moves to a new buffer of FIRST_CAPACITY bytes when a get leaves it at least this large
+ * (smaller rings are not worth a new buffer and a message to every thread each time they drain)…
+ */
+const SHRINK_FROM = 64 * FIRST_CAPACITY;
+/** …with records of at most this many bytes left in it. */
+const SHRINK_USED = FIRST_CAPACITY / 4;
+/**
  * The most bytes a queue's records take: 1 GiB (address space is reserved for it, memory is
  * not). A record takes its item's bytes rounded up to 8, and 8 more (see `recordBytes`).
  */
@@ -182,6 +217,11 @@ export const BUSY = 7;
 export const BROKEN_QUEUE = 8;
 /** A put: the record alone is larger than the byte limit (`needed` says how large): it never fits. */
 export const TOO_BIG = 9;
+/**
+ * The ring moved to a data buffer this thread was never offered: its handle arrived late (a
+ * handle delivered twice). Nothing changed; the queue cannot be used in this thread.
+ */
+export const STALE = 10;
 
 /** Spins on a held lock before sleeping on it (a critical section is some hundred ns). */
 const LOCK_SPINS = 200;
@@ -216,10 +256,20 @@ interface GrowableBuffer extends SharedArrayBuffer {
 
 const GrowableBuffer = SharedArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => GrowableBuffer;
 
-/** The two SharedArrayBuffers of a queue, as they cross to another thread. */
+/** The two SharedArrayBuffers of a queue, as they cross to another thread, and the generation of `data` (see "Shrinking"). */
 export interface QueueBuffers {
   readonly control: SharedArrayBuffer;
   readonly data: SharedArrayBuffer;
+  readonly gen: number;
+}
+
+function newDataBuffer(): GrowableBuffer {
+  return new GrowableBuffer(FIRST_CAPACITY, { maxByteLength: MAX_BYTES });
+}
+
+/** Whether `data` (from another thread, maybe hostile) is a data buffer made here. */
+function isDataBuffer(data: unknown): data is GrowableBuffer {
+  return data instanceof SharedArrayBuffer && (data as GrowableBuffer).growable && (data as GrowableBuffer).maxByteLength === MAX_BYTES && data.byteLength >= FIRST_CAPACITY;
 }
 
 /**
@@ -309,16 +359,20 @@ let serial = 0;
 const copy = (Math.random() * 0x7fffffff) | 0;
 
 /** A ThreadQueue's shared state, seen from one thread. */
-export class QueueMemory {
+export class QueueMemory implements RingReceiver {
   readonly ctl: Int32Array;
-  readonly buffers: QueueBuffers;
-  readonly #data: GrowableBuffer;
+  readonly #control: SharedArrayBuffer;
+  /** The data buffer this thread knows of, and its generation (GEN when it is the ring's). */
+  #data: GrowableBuffer;
+  #gen: number;
   readonly #maxsize: number;
   readonly #byteLimit: number;
   /**
-   * Views of the ring's first `#capacity` bytes, remade (under a lock) when CAPACITY says it
-   * grew. Not length-tracking views: V8 reads and writes those several times slower.
+   * Views of the ring's first `#capacity` bytes, remade (under a lock) when LAYOUT says the ring
+   * grew or moved (-1: remake them at the next operation). Not length-tracking views: V8 reads
+   * and writes those several times slower.
    */
+  #layout = -1;
   #capacity = 0;
   #bytes: Uint8Array = new Uint8Array(0);
   #words: Int32Array = new Int32Array(0);
@@ -352,7 +406,8 @@ export class QueueMemory {
     if (typeof maxsizeOrBuffers === 'number') {
       buffers = {
         control: new SharedArrayBuffer(CTL_WORDS * Int32Array.BYTES_PER_ELEMENT),
-        data: new GrowableBuffer(FIRST_CAPACITY, { maxByteLength: MAX_BYTES }),
+        data: newDataBuffer(),
+        gen: 0,
       };
       const ctl = new Int32Array(buffers.control);
       ctl[MAXSIZE] = maxsizeOrBuffers;
@@ -364,32 +419,156 @@ export class QueueMemory {
     } else {
       buffers = maxsizeOrBuffers;
     }
-    this.buffers = buffers;
+    this.#control = buffers.control;
     this.ctl = new Int32Array(buffers.control);
     this.#data = buffers.data as GrowableBuffer;
+    this.#gen = buffers.gen;
     this.#maxsize = this.ctl[MAXSIZE] as number;
     this.#byteLimit = this.ctl[BYTE_LIMIT] as number;
+    // Open before anything else: from now on, every move of the ring is offered here.
+    listen(this.id, this);
+  }
+
+  /** The queue's buffers as this thread knows them (see `travel()` for a handle to send). */
+  get buffers(): QueueBuffers {
+    return { control: this.#control, data: this.#data, gen: this.#gen };
+  }
+
+  /**
+   * The buffers for a handle about to cross to another thread: the ring's current data buffer,
+   * and the queue counted as TRAVELLING (it does not move) until the handle's `arrived()`.
+   */
+  travel(): QueueBuffers {
+    enterQueueOperation();
+    try {
+      const ctl = this.ctl;
+      // Broken: nothing moves any more, the handle carries what this thread knows.
+      if (Atomics.load(ctl, BROKEN) !== 0 || !lock(ctl, GET_LOCK)) return this.buffers;
+      Atomics.add(ctl, TRAVELLING, 1);
+      if (ctl[LAYOUT] !== this.#layout) this.#remap();
+      unlock(ctl, GET_LOCK);
+      return this.buffers;
+    } finally {
+      leaveQueueOperation();
+    }
+  }
+
+  /**
+   * Keep the ring in its data buffer for good: for memory handed out in a way no arrival is
+   * counted for (a plain value any number of threads may take up, at any time), which a move
+   * would leave behind. Call it before the buffers leave.
+   */
+  pin(): void {
+    Atomics.store(this.ctl, PINNED, 1);
+  }
+
+  /**
+   * The buffers for a plain value any number of threads may take up, at any time, or never
+   * (`share()`): the ring is pinned first (under the consumers' lock, so that no move is under
+   * way), as no arrival is ever counted for such a value.
+   */
+  pinForSharing(): QueueBuffers {
+    enterQueueOperation();
+    try {
+      const ctl = this.ctl;
+      if (Atomics.load(ctl, BROKEN) !== 0 || !lock(ctl, GET_LOCK)) {
+        this.pin();
+        return this.buffers;
+      }
+      this.pin();
+      if (ctl[LAYOUT] !== this.#layout) this.#remap();
+      unlock(ctl, GET_LOCK);
+      return this.buffers;
+    } finally {
+      leaveQueueOperation();
+    }
+  }
+
+  /** A handle made by `travel()` arrived in this thread (its channel is open): the ring may move again. */
+  arrived(): void {
+    const ctl = this.ctl;
+    for (let count = Atomics.load(ctl, TRAVELLING); count > 0; ) {
+      const seen = Atomics.compareExchange(ctl, TRAVELLING, count, count - 1);
+      if (seen === count) return;
+      count = seen;
+    }
+  }
+
+  /**
+   * @internal A data buffer offered by the thread that moved the ring to it (queue-rings.ts), or
+   * anything else posted on that channel: taken when it is a newer generation's buffer.
+   */
+  offer(message: Record<string, unknown>): void {
+    const { gen, data } = message;
+    if (typeof gen !== 'number' || (gen | 0) !== gen || ((gen - this.#gen) | 0) <= 0 || !isDataBuffer(data)) return;
+    this.#data = data;
+    this.#gen = gen;
+    // The old buffer's views go now, so that this thread keeps no old buffer alive.
+    this.#layout = -1;
+    this.#capacity = 0;
+    this.#bytes = new Uint8Array(0);
+    this.#words = new Int32Array(0);
+    this.#floats = new Float64Array(0);
+  }
+
+  /**
+   * Under a lock, LAYOUT differs from this thread's: take the ring's data buffer (from the
+   * channel, when it moved) and remake the views and the copied indexes. False when the ring
+   * moved to a buffer never offered here (see STALE).
+   */
+  #remap(): boolean {
+    const ctl = this.ctl;
+    const gen = ctl[GEN] as number;
+    if (gen !== this.#gen) {
+      drain();
+      if (gen !== this.#gen) return false;
+    }
+    const capacity = ctl[CAPACITY] as number;
+    this.#layout = ctl[LAYOUT] as number;
+    this.#capacity = capacity;
+    this.#bytes = new Uint8Array(this.#data, 0, capacity);
+    this.#words = new Int32Array(this.#data, 0, capacity >> 2);
+    this.#floats = new Float64Array(this.#data, 0, capacity >> 3);
+    this.#head = Atomics.load(ctl, HEAD);
+    this.#gets = Atomics.load(ctl, GETS);
+    this.#tail = Atomics.load(ctl, TAIL);
+    return true;
+  }
+
+  /** @internal Tests: the byte length of the ring's data buffer now, this thread moved to it first (-1: STALE), and how many times the ring moved. */
+  dataStats(): { dataBytes: number; moves: number } {
+    enterQueueOperation();
+    try {
+      const ctl = this.ctl;
+      if (!lock(ctl, GET_LOCK)) return { dataBytes: this.#data.byteLength, moves: this.#gen };
+      const ok = ctl[LAYOUT] === this.#layout || this.#remap();
+      const moves = ctl[GEN] as number;
+      unlock(ctl, GET_LOCK);
+      return { dataBytes: ok ? this.#data.byteLength : -1, moves };
+    } finally {
+      leaveQueueOperation();
+    }
   }
 
   /** Whether `buffers` (from another thread, maybe hostile) have the shape of a queue's memory. */
   static isShaped(buffers: unknown): buffers is QueueBuffers {
     if (typeof buffers !== 'object' || buffers === null) return false;
-    const { control, data } = buffers as Record<string, unknown>;
-    if (
-      !(control instanceof SharedArrayBuffer) ||
-      control.byteLength !== CTL_WORDS * Int32Array.BYTES_PER_ELEMENT ||
-      !(data instanceof SharedArrayBuffer) ||
-      !(data as GrowableBuffer).growable ||
-      (data as GrowableBuffer).maxByteLength !== MAX_BYTES
-    ) {
+    const { control, data, gen } = buffers as Record<string, unknown>;
+    if (!(control instanceof SharedArrayBuffer) || control.byteLength !== CTL_WORDS * Int32Array.BYTES_PER_ELEMENT || !isDataBuffer(data) || typeof gen !== 'number' || (gen | 0) !== gen) {
       return false;
     }
     const ctl = new Int32Array(control);
     const capacity = Atomics.load(ctl, CAPACITY);
-    // A ring whose length is no power of two, or longer than its buffer, was not made here.
+    // A ring whose length is no power of two was not made here; nor one longer than its buffer
+    // (when the buffer is the ring's: one that moved on is another).
     const limit = ctl[BYTE_LIMIT] as number;
     return (
-      capacity >= FIRST_CAPACITY && (capacity & (capacity - 1)) === 0 && capacity <= data.byteLength && capacity <= limit && isByteLimit(limit) && (ctl[MAXSIZE] as number) >= 0
+      capacity >= FIRST_CAPACITY &&
+      (capacity & (capacity - 1)) === 0 &&
+      (capacity <= data.byteLength || gen !== Atomics.load(ctl, GEN)) &&
+      capacity <= limit &&
+      isByteLimit(limit) &&
+      (ctl[MAXSIZE] as number) >= 0
     );
   }
 
@@ -400,7 +579,7 @@ export class QueueMemory {
   }
 
   get id(): string {
-    return QueueMemory.idOf(this.buffers);
+    return QueueMemory.idOf({ control: this.#control, data: this.#data, gen: this.#gen });
   }
 
   /** Where the queue was made: `<thread>.<number>`, for default names. */
@@ -470,17 +649,12 @@ export class QueueMemory {
     const length = kind === K_NUMBER ? 8 : payload === null ? 0 : payload.length;
     const size = HEADER + ((length + 7) & ~7);
     if (!lock(ctl, PUT_LOCK)) return BROKEN_QUEUE;
-    let status = OK;
-    let capacity = ctl[CAPACITY] as number;
-    if (capacity !== this.#capacity) {
-      this.#capacity = capacity;
-      this.#bytes = new Uint8Array(this.#data, 0, capacity);
-      this.#words = new Int32Array(this.#data, 0, capacity >> 2);
-      this.#floats = new Float64Array(this.#data, 0, capacity >> 3);
-      this.#head = Atomics.load(ctl, HEAD);
-      this.#gets = Atomics.load(ctl, GETS);
-      this.#tail = Atomics.load(ctl, TAIL);
+    if (ctl[LAYOUT] !== this.#layout && !this.#remap()) {
+      unlock(ctl, PUT_LOCK);
+      return STALE;
     }
+    let status = OK;
+    let capacity = this.#capacity;
     let tail = ctl[TAIL] as number;
     const puts = ctl[PUTS] as number;
     if (ctl[SHUTDOWN] !== 0) {
@@ -528,6 +702,7 @@ export class QueueMemory {
           if (used > 0 && to <= from) bytes.copyWithin(capacity, 0, to);
           bytes.copyWithin(0, from, from + used);
           capacity = wanted;
+          this.#layout = ((ctl[LAYOUT] as number) + 1) | 0;
           this.#capacity = wanted;
           this.#bytes = bytes;
           this.#words = new Int32Array(this.#data, 0, wanted >> 2);
@@ -539,6 +714,7 @@ export class QueueMemory {
           ctl[HEAD] = 0;
           Atomics.store(ctl, TAIL, used);
           Atomics.store(ctl, CAPACITY, wanted);
+          Atomics.store(ctl, LAYOUT, this.#layout);
         }
         unlock(ctl, GET_LOCK);
       }
@@ -585,17 +761,12 @@ export class QueueMemory {
     const ctl = this.ctl;
     if (Atomics.load(ctl, BROKEN) !== 0) return BROKEN_QUEUE;
     if (!lock(ctl, GET_LOCK)) return BROKEN_QUEUE;
-    let status = OK;
-    const capacity = ctl[CAPACITY] as number;
-    if (capacity !== this.#capacity) {
-      this.#capacity = capacity;
-      this.#bytes = new Uint8Array(this.#data, 0, capacity);
-      this.#words = new Int32Array(this.#data, 0, capacity >> 2);
-      this.#floats = new Float64Array(this.#data, 0, capacity >> 3);
-      this.#head = Atomics.load(ctl, HEAD);
-      this.#gets = Atomics.load(ctl, GETS);
-      this.#tail = Atomics.load(ctl, TAIL);
+    if (ctl[LAYOUT] !== this.#layout && !this.#remap()) {
+      unlock(ctl, GET_LOCK);
+      return STALE;
     }
+    let status = OK;
+    const capacity = this.#capacity;
     const head = ctl[HEAD] as number;
     if (((this.#tail - head) | 0) <= 0 && (((this.#tail = Atomics.load(ctl, TAIL)) - head) | 0) <= 0) {
       status = ctl[SHUTDOWN] !== 0 ? SHUT : EMPTY;
@@ -621,13 +792,60 @@ export class QueueMemory {
         }
         this.kind = kind;
         this.length = length;
-        Atomics.store(ctl, HEAD, head + HEADER + ((length + 7) & ~7));
+        const next = head + HEADER + ((length + 7) & ~7);
+        Atomics.store(ctl, HEAD, next);
         Atomics.store(ctl, GETS, (ctl[GETS] as number) + 1);
+        // A large ring left (nearly) empty moves to a small buffer, when the producers' lock is free.
+        if (capacity >= SHRINK_FROM && ((this.#tail - next) | 0) <= SHRINK_USED && Atomics.load(ctl, TRAVELLING) === 0 && Atomics.compareExchange(ctl, PUT_LOCK, 0, 1) === 0) {
+          this.#shrink();
+          unlock(ctl, PUT_LOCK);
+        }
       }
     }
     unlock(ctl, GET_LOCK);
     if (status === OK) wake(ctl, GETS, WAITING + 1);
     return status;
+  }
+
+  /**
+   * Holding both locks: move the ring to a new buffer of FIRST_CAPACITY bytes, the records left
+   * copied to its start, and offer the buffer to the other threads before GEN says so (see
+   * "Shrinking"). Nothing changes when the records left are too many, a handle travels, or no
+   * buffer can be made or offered.
+   */
+  #shrink(): void {
+    const ctl = this.ctl;
+    const head = ctl[HEAD] as number;
+    const used = ((ctl[TAIL] as number) - head) | 0;
+    if (used > SHRINK_USED || used < 0 || ctl[TRAVELLING] !== 0 || ctl[PINNED] !== 0) return;
+    let data: GrowableBuffer;
+    try {
+      data = newDataBuffer();
+    } catch {
+      return;
+    }
+    const capacity = this.#capacity;
+    const bytes = new Uint8Array(data, 0, FIRST_CAPACITY);
+    const from = head & (capacity - 1);
+    const first = Math.min(used, capacity - from);
+    bytes.set(this.#bytes.subarray(from, from + first), 0);
+    if (used > first) bytes.set(this.#bytes.subarray(0, used - first), first);
+    const gen = ((ctl[GEN] as number) + 1) | 0;
+    if (!publish({ id: this.id, gen, data })) return;
+    this.offer({ gen, data });
+    this.#layout = ((ctl[LAYOUT] as number) + 1) | 0;
+    this.#capacity = FIRST_CAPACITY;
+    this.#bytes = bytes;
+    this.#words = new Int32Array(data, 0, FIRST_CAPACITY >> 2);
+    this.#floats = new Float64Array(data, 0, FIRST_CAPACITY >> 3);
+    this.#head = 0;
+    this.#gets = ctl[GETS] as number;
+    this.#tail = used;
+    ctl[HEAD] = 0;
+    Atomics.store(ctl, TAIL, used);
+    Atomics.store(ctl, CAPACITY, FIRST_CAPACITY);
+    Atomics.store(ctl, GEN, gen);
+    Atomics.store(ctl, LAYOUT, this.#layout);
   }
 
   /** Mark one item done: OK, TOO_MANY when none is unfinished, or BROKEN_QUEUE. Joiners wake when none is left. */

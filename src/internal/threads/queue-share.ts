@@ -28,7 +28,7 @@ export interface SharedQueueValue extends QueueHandle {
 
 /** The plain, structured-cloneable value of a queue's handle. */
 export function sharedValue(handle: QueueHandle): SharedQueueValue {
-  return { [SHARED_TAG]: true, buffers: { control: handle.buffers.control, data: handle.buffers.data }, name: handle.name };
+  return { [SHARED_TAG]: true, buffers: { control: handle.buffers.control, data: handle.buffers.data, gen: handle.buffers.gen }, name: handle.name };
 }
 
 /**
