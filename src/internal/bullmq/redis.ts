@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { JobsOptions, Processor, Queue, Worker } from 'bullmq';
 import { repr } from '../format.js';
+import { importOptional } from '../optional.js';
 import type { Backend, BullMQModule, WorkerSettings } from './backends.js';
 import { queueCalls, type CallMarks, type CallerChannel, type ChannelEvents, type OutcomeSink, type QueuePort, type RunnerChannel } from './channels.js';
 import { KEY_TTL_SECONDS } from './wire.js';
@@ -378,6 +379,11 @@ class RedisBackend implements Backend {
   constructor(options: Record<string, unknown>, where: string) {
     this.#options = options;
     this.where = where;
+  }
+
+  async loadDriver(user: string): Promise<void> {
+    // BullMQ requires ioredis itself; loaded here first, a missing one is named with the command.
+    await importOptional('ioredis', user, () => import('ioredis'));
   }
 
   async openQueue(bullmq: BullMQModule, name: string, prefix: string, defaultJobOptions: JobsOptions, executorId: string): Promise<QueuePort> {
