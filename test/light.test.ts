@@ -1,7 +1,7 @@
 /**
  * What importing multiloop loads: the parts used by few (piscina's pools, the TypeScript hooks and
- * their compilers, the distributed executor's engines) are loaded on first use, in the process
- * and in each LoopThread.
+ * their compilers, the monitor's HTTP server, the distributed executor's engines) are loaded on
+ * first use, in the process and in each LoopThread.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,7 +49,8 @@ function loadedBy(body: string): { urls: string[]; printed: string } {
 function lazyParts(urls: string[], required: string[]): string[] {
   const parts = new Set<string>();
   for (const url of urls) {
-    if (/\/internal\/ts-(hooks|hooks-in-thread|compilers)\.js$/.test(url)) parts.add(url.slice(url.lastIndexOf('/') + 1));
+    if (/\/internal\/(ts-hooks|ts-hooks-in-thread|ts-compilers|monitor-server)\.js$/.test(url)) parts.add(url.slice(url.lastIndexOf('/') + 1));
+    if (url === 'node:http') parts.add(url);
     if (/\/node_modules\/(bullmq|ioredis|pg|piscina)\//.test(url)) parts.add(/\/node_modules\/([^/]+)\//.exec(url)![1]!);
   }
   for (const path of required) {
@@ -60,7 +61,7 @@ function lazyParts(urls: string[], required: string[]): string[] {
 }
 
 describe('importing multiloop', () => {
-  it('loads neither piscina, nor the TypeScript hooks, nor BullMQ and its drivers; a pool loads piscina', () => {
+  it('loads neither piscina, nor the TypeScript hooks, nor the monitor server, nor BullMQ and its drivers; a pool loads piscina', () => {
     const { urls, printed } = loadedBy(`
       const multiloop = await import(${JSON.stringify(`${dist}index.js`)});
       const { createRequire } = await import('node:module');
