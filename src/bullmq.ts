@@ -19,8 +19,7 @@ import { INSPECT, repr } from './internal/format.js';
 import { resolveBackend, type Backend } from './internal/bullmq/backends.js';
 import { CallerEngine } from './internal/bullmq/caller.js';
 import type { RunnerChannel } from './internal/bullmq/channels.js';
-import type { PostgresConnection } from './internal/bullmq/postgres.js';
-import type { RedisConnection } from './internal/bullmq/redis.js';
+import type { PostgresConnection, RedisConnection } from './internal/bullmq/connections.js';
 import { JobRunner, allowList } from './internal/bullmq/runner.js';
 import { DEFAULT_MAX_JOB_BYTES, DEFAULT_MAX_OUTCOME_BYTES, DEFAULT_PREFIX, DEFAULT_QUEUE, MAX_OUTCOME_BYTES } from './internal/bullmq/wire.js';
 import type { ConcurrentFuture } from './internal/concurrent-future.js';
@@ -29,8 +28,7 @@ import { _getRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
 
-export type { PostgresConnection } from './internal/bullmq/postgres.js';
-export type { RedisConnection } from './internal/bullmq/redis.js';
+export type { PostgresConnection, RedisConnection } from './internal/bullmq/connections.js';
 
 /** Milliseconds a closing worker gives its abandoned jobs to go back to the queue before it drops its connections. */
 const HAND_BACK_MS = 1000;

@@ -102,7 +102,24 @@ describe('multiloop without its optional packages', () => {
       '',
     ]);
     expect(ran.status).toBe(0);
-  }, 150_000);
+
+    // A TypeScript app that checks every declaration (skipLibCheck off) finds none of the engines' types missing.
+    for (const name of withDependencies('@types/node')) cpSync(join(ROOT, 'node_modules', name), join(app, 'node_modules', name), { recursive: true, dereference: true });
+    writeFileSync(
+      join(app, 'check.ts'),
+      [
+        "import { BullMQExecutor, type PostgresConnection, type RedisConnection } from 'multiloop';",
+        "const postgres: PostgresConnection = { postgres: { host: 'db', max: 2, ssl: { rejectUnauthorized: true }, schema: 'jobs' } };",
+        "const redis: RedisConnection = { host: 'cache', port: 6379 };",
+        'export const executors = [new BullMQExecutor({ connection: postgres }), new BullMQExecutor({ connection: redis })];',
+      ].join('\n'),
+    );
+    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    const flags = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--skipLibCheck', 'false', '--types', 'node', 'check.ts'];
+    const checked = spawnSync(process.execPath, [tsc, ...flags], { cwd: app, encoding: 'utf8', timeout: 120_000 });
+    expect(checked.stdout).toBe('');
+    expect(checked.status).toBe(0);
+  }, 250_000);
 });
 
 describe('importOptional', () => {

@@ -36,17 +36,7 @@ const SWEEP_EVERY_MS = 60 * 60 * 1000;
 /** BullMQ's schema when none is named. */
 const DEFAULT_SCHEMA = 'bullmq';
 
-/**
- * Where PostgreSQL is, for BullMQ's PostgreSQL backend: a `postgres://` / `postgresql://` URL,
- * or `{ postgres: config }` with node-postgres's pool config (host, port, user, password,
- * database, ssl, ...) and BullMQ's `schema` (the namespace of its tables, default `'bullmq'`).
- *
- * @example
- * ```ts
- * const connection: PostgresConnection = { postgres: { host: '10.0.0.7', database: 'jobs', password: process.env.PGPASSWORD } };
- * ```
- */
-export type PostgresConnection = string | { postgres: PoolConfig & { schema?: string } };
+export type { PostgresConnection } from './connections.js';
 
 /** Quote a schema name BullMQ accepts (a plain identifier) for SQL; a TypeError naming it otherwise. */
 function quoteSchema(schema: unknown, caller: string): string {
