@@ -19,6 +19,7 @@ import { startupWorkloads } from './startup.js';
 import { threadWorkloads } from './threads.js';
 import { threadQueueWorkloads } from './thread-queue.js';
 import { toolkitWorkloads } from './toolkit.js';
+import { weightWorkloads } from './weight.js';
 import { renderTable, type Row } from './harness.js';
 import { runPeers } from './peers.js';
 
@@ -41,6 +42,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['bullmq', bullmqWorkloads],
   ['health', healthWorkloads],
   ['monitor', monitorWorkloads],
+  ['weight', weightWorkloads],
 ];
 
 const header = `multiloop bench — Node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), medians of several runs`;

@@ -16,30 +16,40 @@ import type { EventLoop } from './base-events.js';
 import { newEventLoop } from './events.js';
 import type { Executor } from './executor.js';
 import { INSPECT, repr } from './internal/format.js';
-import { resolveBackend } from './internal/bullmq/backends.js';
+import { resolveBackend, type Backend } from './internal/bullmq/backends.js';
 import { CallerEngine } from './internal/bullmq/caller.js';
 import type { RunnerChannel } from './internal/bullmq/channels.js';
-import type { PostgresConnection } from './internal/bullmq/postgres.js';
-import type { RedisConnection } from './internal/bullmq/redis.js';
+import type { PostgresConnection, RedisConnection } from './internal/bullmq/connections.js';
 import { JobRunner, allowList } from './internal/bullmq/runner.js';
 import { DEFAULT_MAX_JOB_BYTES, DEFAULT_MAX_OUTCOME_BYTES, DEFAULT_PREFIX, DEFAULT_QUEUE, MAX_OUTCOME_BYTES } from './internal/bullmq/wire.js';
 import type { ConcurrentFuture } from './internal/concurrent-future.js';
+import { importOptional } from './internal/optional.js';
 import { _getRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { checkWorkerFn, type WorkerFn } from './worker-fn.js';
 
-export type { PostgresConnection } from './internal/bullmq/postgres.js';
-export type { RedisConnection } from './internal/bullmq/redis.js';
+export type { PostgresConnection, RedisConnection } from './internal/bullmq/connections.js';
 
 /** Milliseconds a closing worker gives its abandoned jobs to go back to the queue before it drops its connections. */
 const HAND_BACK_MS = 1000;
 
-/** BullMQ, loaded once, on first use. */
+/** BullMQ, an optional peer dependency, loaded once, on first use. */
 let bullmq: Promise<typeof import('bullmq')> | null = null;
 
-function loadBullMQ(): Promise<typeof import('bullmq')> {
-  bullmq ??= import('bullmq');
+/** BullMQ for `user`; when it is not installed, a RuntimeError saying so (and tried again next time). */
+function loadBullMQ(user: string): Promise<typeof import('bullmq')> {
+  bullmq ??= importOptional('bullmq', user, () => import('bullmq')).catch((error: unknown) => {
+    bullmq = null;
+    throw error;
+  });
   return bullmq;
+}
+
+/** BullMQ and the driver of `backend`'s store, for `user`. */
+async function loadEngines(backend: Backend, user: string): Promise<typeof import('bullmq')> {
+  const module = await loadBullMQ(user);
+  await backend.loadDriver(user);
+  return module;
 }
 
 /**
@@ -208,7 +218,7 @@ export class BullMQExecutor implements Executor {
     this.#queue = queue;
     this.#where = `${backend.scheme}=${backend.where}`;
     const defaultJobOptions: JobsOptions = { removeOnComplete: true, removeOnFail: true, ...(jobOptions as JobsOptions | undefined) };
-    this.#engine = new CallerEngine(async (executorId) => backend.openQueue(await loadBullMQ(), queue, prefix, defaultJobOptions, executorId), {
+    this.#engine = new CallerEngine(async (executorId) => backend.openQueue(await loadEngines(backend, caller), queue, prefix, defaultJobOptions, executorId), {
       server: backend.server,
       where: backend.where,
       unreachableTimeout,
@@ -418,7 +428,7 @@ async function serve(options: ServeBullMQOptions): Promise<BullMQWorker> {
   const maxOutcomeBytes = checkCount(checked.maxOutcomeBytes, 'maxOutcomeBytes', DEFAULT_MAX_OUTCOME_BYTES, 1, caller);
   if (maxOutcomeBytes > MAX_OUTCOME_BYTES) throw new RangeError(`${caller}: options.maxOutcomeBytes must be at most ${MAX_OUTCOME_BYTES} (the largest entry an executor reads), got ${maxOutcomeBytes}`);
 
-  const bullmq = await loadBullMQ();
+  const bullmq = await loadEngines(backend, 'serveBullMQ');
   const { WaitingError } = bullmq;
   let loop: EventLoop | null = _getRunningLoop();
   let ownLoop: { loop: EventLoop; stopped: Promise<void> } | null = null;

@@ -21,11 +21,12 @@ import { carriedContext, travelling, type CarriedContext } from './internal/trav
 import type { YieldablePromise } from './coroutines.js';
 import { yieldable } from './internal/yieldable.js';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { receiveMessageOnPort, type MessagePort, type ResourceLimits, type Transferable } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 
 type PiscinaTransferList = NonNullable<NonNullable<Parameters<Piscina['run']>[1]>['transferList']>;
 import { ConcurrentFuture } from './internal/concurrent-future.js';
@@ -283,6 +284,14 @@ class JobFuture extends ConcurrentFuture<unknown> {
   }
 }
 
+/** piscina's class, required (it is CommonJS) when the first pool is made: a thread that makes no pool never loads it. */
+let piscinaClass: typeof Piscina | null = null;
+
+function loadPiscina(): typeof Piscina {
+  piscinaClass ??= (createRequire(import.meta.url)('piscina') as { Piscina: typeof Piscina }).Piscina;
+  return piscinaClass;
+}
+
 /** The engine behind `PiscinaExecutor`: its queue, batching and pool. */
 class PoolEngine {
   readonly pool: Piscina;
@@ -334,7 +343,7 @@ class PoolEngine {
     this.maxQueue = options.maxQueue;
     this.abortRunning = options.abortRunning;
     this.#maxInFlight = options.abortRunning ? options.maxThreads : options.maxThreads * 2;
-    this.pool = new Piscina({
+    this.pool = new (loadPiscina())({
       filename: poolWorkerPath(),
       execArgv: threadExecArgv(),
       maxThreads: options.maxThreads,

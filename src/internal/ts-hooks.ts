@@ -23,6 +23,9 @@ import { type LoadFnOutput, type LoadHook, type LoadHookContext, type ResolveHoo
 import { fileURLToPath } from 'node:url';
 import type { MessagePort } from 'node:worker_threads';
 import { _compilerFor, type TypeScriptOutput } from './ts-compilers.js';
+import { _outputOf as outputOf, _unmarkCompileUrl, endOfPath } from './ts-urls.js';
+
+export { _isTypeScriptUrl, _markCompileUrl, _outputOf, _unmarkCompileUrl } from './ts-urls.js';
 
 /**
  * A file's JavaScript as one thread hands it to another: what to evaluate, or `native` when the
@@ -56,91 +59,10 @@ export interface TypeScriptHooksData {
   parent?: MessagePort;
 }
 
-/** The query parameter that asks these hooks for a file's JavaScript as a module's default export. */
-const COMPILE_MARK = 'multiloop-compile';
-
 /** The port to the thread that compiles for this one, from `initialize`. */
 let parent: MessagePort | null = null;
 let lastRequest = 0;
 const pending = new Map<number, { resolve: (compiled: CompiledModule) => void; reject: (error: Error) => void }>();
-
-/**
- * The format a TypeScript file at `url` is emitted in (.ts and .mts as ES modules, .cts as
- * CommonJS); null for any other URL.
- *
- * @internal
- * @example
- * ```ts
- * _outputOf('file:///app/legacy.cts'); // 'commonjs'
- * ```
- */
-export function _outputOf(url: string): TypeScriptOutput | null {
-  return outputOf(url);
-}
-
-function outputOf(url: string): TypeScriptOutput | null {
-  if (!url.startsWith('file:')) return null;
-  const end = endOfPath(url);
-  if (url.endsWith('.ts', end) || url.endsWith('.mts', end)) return 'module';
-  if (url.endsWith('.cts', end)) return 'commonjs';
-  return null;
-}
-
-function endOfPath(url: string): number {
-  const query = url.indexOf('?');
-  const hash = url.indexOf('#');
-  if (query === -1) return hash === -1 ? url.length : hash;
-  return hash === -1 ? query : Math.min(query, hash);
-}
-
-/**
- * Tell whether `url` names a TypeScript file these hooks compile: a file: URL ending in .ts,
- * .mts or .cts before any query or hash.
- *
- * @internal
- * @example
- * ```ts
- * _isTypeScriptUrl('file:///app/service.ts'); // true
- * _isTypeScriptUrl('file:///app/service.js'); // false
- * ```
- */
-export function _isTypeScriptUrl(url: string): boolean {
-  return outputOf(url) !== null;
-}
-
-/**
- * The URL under which these hooks answer with the JavaScript of the TypeScript file at `url`
- * (see `_unmarkCompileUrl`); `version` tells versions of the file apart, so a changed file is
- * compiled again.
- *
- * @internal
- * @example
- * ```ts
- * const { default: compiled } = await import(_markCompileUrl(url, '1712-340'));
- * ```
- */
-export function _markCompileUrl(url: string, version: string): string {
-  const hashAt = url.indexOf('#');
-  const base = hashAt === -1 ? url : url.slice(0, hashAt);
-  const hash = hashAt === -1 ? '' : url.slice(hashAt);
-  return `${base}${base.includes('?') ? '&' : '?'}${COMPILE_MARK}=${encodeURIComponent(version)}${hash}`;
-}
-
-/**
- * The URL a URL made by `_markCompileUrl` was made from; null for any other URL.
- *
- * @internal
- * @example
- * ```ts
- * _unmarkCompileUrl('file:///app/a.ts?multiloop-compile=1'); // 'file:///app/a.ts'
- * ```
- */
-export function _unmarkCompileUrl(url: string): string | null {
-  const match = /[?&]multiloop-compile=[^&#]*(?=#|$)/.exec(url);
-  if (match === null || !url.startsWith('file:')) return null;
-  // The mark is the query's last parameter: what follows it is the hash, if any.
-  return url.slice(0, match.index) + url.slice(match.index + match[0].length);
-}
 
 /** `./x.js` → `./x.ts` (and .mjs → .mts, .cjs → .cts): TypeScript ESM names the emitted file. */
 function typeScriptTwin(specifier: string): string | null {

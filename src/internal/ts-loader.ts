@@ -22,14 +22,23 @@ import * as nodeModule from 'node:module';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { _isTypeScriptUrl, _markCompileUrl, type CompileReply, type CompileRequest, type CompiledModule } from './ts-hooks.js';
-import { _compileThrough, _loadInThread, _resolveInThread } from './ts-hooks-in-thread.js';
+import type { CompileReply, CompileRequest, CompiledModule } from './ts-hooks.js';
+import type * as InThreadHooks from './ts-hooks-in-thread.js';
+import { _isTypeScriptUrl, _markCompileUrl } from './ts-urls.js';
 
 /** node:module's hook registrations, each where the running Node has it. */
 const { register, registerHooks: registerInThread } = nodeModule as {
   register?: (specifier: string | URL, options?: { data?: unknown; transferList?: unknown[] }) => void;
-  registerHooks?: (hooks: { resolve?: typeof _resolveInThread; load?: typeof _loadInThread }) => unknown;
+  registerHooks?: (hooks: { resolve?: typeof InThreadHooks._resolveInThread; load?: typeof InThreadHooks._loadInThread }) => unknown;
 };
+
+/**
+ * The in-thread hooks where Node has `registerHooks`, loaded on first use: a thread that hosts no
+ * TypeScript loads no hooks (nor their compilers); on older Nodes the hooks run in a hooks thread.
+ */
+function loadInThreadHooks(): Promise<typeof InThreadHooks | null> {
+  return typeof registerInThread === 'function' ? import('./ts-hooks-in-thread.js') : Promise.resolve(null);
+}
 
 /** The built hooks: the hooks thread runs plain JavaScript, also when this file runs from source. */
 const HOOKS_URL = new URL(
@@ -88,7 +97,7 @@ export function _compiledByStarter(port: MessagePort): void {
  * Register the TypeScript hooks in this thread, once, with a port to the starter when it compiles
  * for us: in-thread where Node has `registerHooks` (22.15+), else ts-hooks.ts in a hooks thread.
  */
-function registerHooks(): void {
+function registerHooks(inThread: typeof InThreadHooks | null): void {
   if (registered) return;
   registered = true;
   let port: MessagePort | null = null;
@@ -98,9 +107,9 @@ function registerHooks(): void {
     starter.postMessage(message, [port1]);
     port = port2;
   }
-  if (typeof registerInThread === 'function') {
-    if (port !== null) _compileThrough(port);
-    registerInThread({ resolve: _resolveInThread, load: _loadInThread });
+  if (typeof registerInThread === 'function' && inThread !== null) {
+    if (port !== null) inThread._compileThrough(port);
+    registerInThread({ resolve: inThread._resolveInThread, load: inThread._loadInThread });
   } else if (typeof register === 'function') {
     register(HOOKS_URL, port === null ? undefined : { data: { parent: port }, transferList: [port] });
   } else {
@@ -131,7 +140,7 @@ export async function ensureTypeScriptSupport(moduleUrl: string): Promise<void> 
   // almost surely imports multiloop: loaded first, the rest of it costs no round trips there
   // (a LoopThread hosting a .ts module started ~70 ms sooner, with ~4 MiB less, on Node 20).
   await import(PACKAGE_URL);
-  registerHooks();
+  registerHooks(await loadInThreadHooks());
 }
 
 /**
@@ -188,7 +197,7 @@ function answer(port: MessagePort, request: CompileRequest, reply: CompileReply)
 /** The JavaScript of the TypeScript file at `url`, from this thread's hooks (see ts-hooks.ts). */
 async function compileForThread(url: string): Promise<CompiledModule> {
   if (!_isTypeScriptUrl(url)) throw new TypeError(`not a TypeScript file: ${url}`);
-  registerHooks();
+  registerHooks(await loadInThreadHooks());
   nativeImport ??= createRequire(import.meta.url)(
     import.meta.url.endsWith('.ts') ? '../../dist/src/internal/native-import.cjs' : './native-import.cjs',
   ) as (url: string) => Promise<unknown>;

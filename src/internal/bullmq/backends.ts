@@ -29,6 +29,8 @@ export interface Backend {
   readonly scheme: string;
   /** `host:port`, without credentials. */
   readonly where: string;
+  /** Import the store's driver (ioredis, pg: optional packages) once; a RuntimeError naming `user` and the package when it is missing. */
+  loadDriver(user: string): Promise<void>;
   /** Open queue `name` for an executor whose id is `executorId`. */
   openQueue(bullmq: BullMQModule, name: string, prefix: string, defaultJobOptions: JobsOptions, executorId: string): Promise<QueuePort>;
   /**

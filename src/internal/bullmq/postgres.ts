@@ -22,6 +22,7 @@ import { createHash } from 'node:crypto';
 import type { Client, ClientConfig, Notification, Pool, PoolConfig } from 'pg';
 import type { JobsOptions, PostgresQueueBackend, Processor, Queue, Worker } from 'bullmq';
 import { repr } from '../format.js';
+import { importOptional } from '../optional.js';
 import type { Backend, BullMQModule, WorkerSettings } from './backends.js';
 import { credentialsCutShort, redactConnection } from './redact.js';
 import { queueCalls, type CallMarks, type CallerChannel, type ChannelEvents, type OutcomeSink, type QueuePort, type RunnerChannel } from './channels.js';
@@ -36,17 +37,7 @@ const SWEEP_EVERY_MS = 60 * 60 * 1000;
 /** BullMQ's schema when none is named. */
 const DEFAULT_SCHEMA = 'bullmq';
 
-/**
- * Where PostgreSQL is, for BullMQ's PostgreSQL backend: a `postgres://` / `postgresql://` URL,
- * or `{ postgres: config }` with node-postgres's pool config (host, port, user, password,
- * database, ssl, ...) and BullMQ's `schema` (the namespace of its tables, default `'bullmq'`).
- *
- * @example
- * ```ts
- * const connection: PostgresConnection = { postgres: { host: '10.0.0.7', database: 'jobs', password: process.env.PGPASSWORD } };
- * ```
- */
-export type PostgresConnection = string | { postgres: PoolConfig & { schema?: string } };
+export type { PostgresConnection } from './connections.js';
 
 /** Quote a schema name BullMQ accepts (a plain identifier) for SQL; a TypeError naming it otherwise. */
 function quoteSchema(schema: unknown, caller: string): string {
@@ -147,11 +138,15 @@ class Names {
   }
 }
 
-/** node-postgres, loaded on first use. */
+/** node-postgres, an optional peer dependency, loaded on first use. */
 let pgModule: Promise<typeof import('pg')> | null = null;
 
-function loadPg(): Promise<typeof import('pg')> {
-  pgModule ??= import('pg');
+/** node-postgres; when it is not installed, a RuntimeError saying so (and tried again next time). */
+function loadPg(user = 'the distributed executor on PostgreSQL'): Promise<typeof import('pg')> {
+  pgModule ??= importOptional('pg', user, () => import('pg')).catch((error: unknown) => {
+    pgModule = null;
+    throw error;
+  });
   return pgModule;
 }
 
@@ -558,6 +553,10 @@ class PostgresBackend implements Backend {
   /** The config of a client of multiloop's own (a listening connection). */
   #clientConfig(): ClientConfig {
     return { ...this.#pool, keepAlive: true };
+  }
+
+  async loadDriver(user: string): Promise<void> {
+    await loadPg(user);
   }
 
   async openQueue(bullmq: BullMQModule, name: string, _prefix: string, defaultJobOptions: JobsOptions, executorId: string): Promise<QueuePort> {

@@ -13,10 +13,11 @@
  * process subscribes to; a call started, by publishing `<jobId> <index> stop`.
  */
 import { createHash } from 'node:crypto';
-import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { JobsOptions, Processor, Queue, Worker } from 'bullmq';
 import { repr } from '../format.js';
+import { importOptional } from '../optional.js';
 import type { Backend, BullMQModule, WorkerSettings } from './backends.js';
+import type { RedisConnection } from './connections.js';
 import { queueCalls, type CallMarks, type CallerChannel, type ChannelEvents, type OutcomeSink, type QueuePort, type RunnerChannel } from './channels.js';
 import { guardedWorker } from './unparsed.js';
 import { KEY_TTL_SECONDS } from './wire.js';
@@ -28,18 +29,7 @@ const READ_BLOCK_MS = 10_000;
 /** Entries read are trimmed from the outcome stream once this many accumulated. */
 const TRIM_EVERY = 128;
 
-/**
- * Where Redis is: a `redis://` / `rediss://` URL, or the host, port and credentials of ioredis's
- * options (the subset BullMQ needs).
- *
- * @example
- * ```ts
- * const connection: RedisConnection = { host: '10.0.0.5', port: 6379, password: process.env.REDIS_PASSWORD };
- * ```
- */
-export type RedisConnection =
-  | string
-  | { host?: string; port?: number; username?: string; password?: string; db?: number; tls?: TlsConnectionOptions };
+export type { RedisConnection } from './connections.js';
 
 /** Reconnect soon after Redis comes back: 100 ms, 200 ms, ... at most 2 s apart. */
 function retryStrategy(times: number): number {
@@ -379,6 +369,11 @@ class RedisBackend implements Backend {
   constructor(options: Record<string, unknown>, where: string) {
     this.#options = options;
     this.where = where;
+  }
+
+  async loadDriver(user: string): Promise<void> {
+    // BullMQ requires ioredis itself; loaded here first, a missing one is named with the command.
+    await importOptional('ioredis', user, () => import('ioredis'));
   }
 
   async openQueue(bullmq: BullMQModule, name: string, prefix: string, defaultJobOptions: JobsOptions, executorId: string): Promise<QueuePort> {

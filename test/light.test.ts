@@ -1,0 +1,99 @@
+/**
+ * What importing multiloop loads: the parts used by few (piscina's pools, the TypeScript hooks and
+ * their compilers, the monitor's HTTP server, the distributed executor's engines) are loaded on
+ * first use, in the process and in each LoopThread.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const dist = pathToFileURL(fileURLToPath(new URL('../dist/src/', import.meta.url))).href;
+
+/** Run `body` (an ES module's code) in a fresh process after a hook that records every module URL loaded; the URLs, and what `body` printed. */
+function loadedBy(body: string): { urls: string[]; printed: string } {
+  const hook = `data:text/javascript,${encodeURIComponent(
+    'export function initialize(data) { globalThis.port = data.port; }' +
+      "\nexport async function resolve(specifier, context, next) { const found = await next(specifier, context); globalThis.port?.postMessage(found.url); return found; }",
+  )}`;
+  const script = `
+    import * as nodeModule from 'node:module';
+    import { MessageChannel } from 'node:worker_threads';
+    const urls = [];
+    if (typeof nodeModule.registerHooks === 'function') {
+      // Node 22.15+ (register() is deprecated on 26): hooks in this thread.
+      nodeModule.registerHooks({ resolve(specifier, context, next) { const found = next(specifier, context); urls.push(found.url); return found; } });
+    } else {
+      const { port1, port2 } = new MessageChannel();
+      port1.on('message', (url) => urls.push(url));
+      port1.unref();
+      nodeModule.register(${JSON.stringify(hook)}, { data: { port: port2 }, transferList: [port2] });
+    }
+    const printed = [];
+    const print = (line) => printed.push(String(line));
+    ${body}
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    console.log(JSON.stringify({ urls, printed: printed.join('\\n') }));
+  `;
+  // A file, not --eval: the threads it starts inherit its flags, and --input-type would fail them.
+  const folder = mkdtempSync(join(tmpdir(), 'multiloop-light-'));
+  try {
+    writeFileSync(join(folder, 'probe.mjs'), script);
+    const ran = spawnSync(process.execPath, [join(folder, 'probe.mjs')], { encoding: 'utf8', timeout: 60_000 });
+    expect(ran.stderr).toBe('');
+    return JSON.parse(ran.stdout) as { urls: string[]; printed: string };
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+/** Which of the lazily loaded parts `urls` and `required` (CommonJS module paths) hold. */
+function lazyParts(urls: string[], required: string[]): string[] {
+  const parts = new Set<string>();
+  for (const url of urls) {
+    if (/\/internal\/(ts-hooks|ts-hooks-in-thread|ts-compilers|monitor-server)\.js$/.test(url)) parts.add(url.slice(url.lastIndexOf('/') + 1));
+    if (url === 'node:http') parts.add(url);
+    if (/\/node_modules\/(bullmq|ioredis|pg|piscina)\//.test(url)) parts.add(/\/node_modules\/([^/]+)\//.exec(url)![1]!);
+  }
+  for (const path of required) {
+    const name = /\/node_modules\/(bullmq|ioredis|pg|piscina)\//.exec(path)?.[1];
+    if (name !== undefined) parts.add(name);
+  }
+  return [...parts].sort();
+}
+
+describe('importing multiloop', () => {
+  it('loads neither piscina, nor the TypeScript hooks, nor the monitor server, nor BullMQ and its drivers; a pool loads piscina', () => {
+    const { printed } = loadedBy(`
+      const multiloop = await import(${JSON.stringify(`${dist}index.js`)});
+      const { createRequire } = await import('node:module');
+      const cache = () => Object.keys(createRequire(import.meta.url).cache);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the hooks thread's reports (Node < 22.15) arrive
+      print(JSON.stringify(urls));
+      print(JSON.stringify(cache()));
+      const executor = new multiloop.PiscinaExecutor({ maxThreads: 1 });
+      print(JSON.stringify(cache()));
+      await executor.shutdown();
+    `);
+    const [imported, before, after] = printed.split('\n').map((line) => JSON.parse(line) as string[]) as [string[], string[], string[]];
+    expect(imported.some((url) => url.endsWith('/dist/src/index.js'))).toBe(true);
+    expect(lazyParts(imported, before)).toEqual([]);
+    expect(lazyParts([], after)).toEqual(['piscina']);
+  });
+
+  it('in a LoopThread hosting a JavaScript module: no piscina', () => {
+    const { printed } = loadedBy(`
+      const { LoopThread, ensureFuture, run } = await import(${JSON.stringify(`${dist}index.js`)});
+      const service = ${JSON.stringify(new URL('./fixtures/light-service.mjs', import.meta.url).href)};
+      print(JSON.stringify(await run((function* () {
+        const thread = yield* ensureFuture(LoopThread.start(service));
+        try { return yield* thread.call('required'); } finally { yield* ensureFuture(thread.close()); }
+      })())));
+    `);
+    const required = JSON.parse(printed) as string[];
+    expect(required.some((path) => path.includes('/comlink/'))).toBe(true);
+    expect(lazyParts([], required)).toEqual([]);
+  });
+});
