@@ -439,18 +439,7 @@ export class QueueMemory implements RingReceiver {
    * and the queue counted as TRAVELLING (it does not move) until the handle's `arrived()`.
    */
   travel(): QueueBuffers {
-    enterQueueOperation();
-    try {
-      const ctl = this.ctl;
-      // Broken: nothing moves any more, the handle carries what this thread knows.
-      if (Atomics.load(ctl, BROKEN) !== 0 || !lock(ctl, GET_LOCK)) return this.buffers;
-      Atomics.add(ctl, TRAVELLING, 1);
-      if (ctl[LAYOUT] !== this.#layout) this.#remap();
-      unlock(ctl, GET_LOCK);
-      return this.buffers;
-    } finally {
-      leaveQueueOperation();
-    }
+    return this.#settledBuffers(false);
   }
 
   /**
@@ -468,14 +457,22 @@ export class QueueMemory implements RingReceiver {
    * way), as no arrival is ever counted for such a value.
    */
   pinForSharing(): QueueBuffers {
+    return this.#settledBuffers(true);
+  }
+
+  /**
+   * The buffers the ring is in now, read under the consumers' lock (no move under way), with
+   * the ring pinned (`pinned`) or counted as TRAVELLING until the handle's `arrived()`.
+   */
+  #settledBuffers(pinned: boolean): QueueBuffers {
     enterQueueOperation();
     try {
       const ctl = this.ctl;
-      if (Atomics.load(ctl, BROKEN) !== 0 || !lock(ctl, GET_LOCK)) {
-        this.pin();
-        return this.buffers;
-      }
-      this.pin();
+      // Set first: a move that holds the lock now ends before ours is taken, and none follows.
+      if (pinned) this.pin();
+      // Broken: nothing moves any more, the handle carries what this thread knows.
+      if (Atomics.load(ctl, BROKEN) !== 0 || !lock(ctl, GET_LOCK)) return this.buffers;
+      if (!pinned) Atomics.add(ctl, TRAVELLING, 1);
       if (ctl[LAYOUT] !== this.#layout) this.#remap();
       unlock(ctl, GET_LOCK);
       return this.buffers;
