@@ -18,7 +18,7 @@ import { openAttachPoint } from './internal/attach/endpoint.js';
 import { Fifo } from './internal/fifo.js';
 import { INSPECT, repr, typeName } from './internal/format.js';
 import { TimerHeap } from './internal/heap.js';
-import { BUSY_SINCE, MONOTONIC_ORIGIN, TIME_ORIGIN, currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
+import { BUSY_SINCE, MONOTONIC_ORIGIN, TIME_ORIGIN, monotonicNow, currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
 import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
 import { logger } from './log.js';
 import { Task, ensureFuture } from './task.js';
@@ -1244,7 +1244,7 @@ export class EventLoop {
     const pollables = this.#pollables;
     for (let i = 0; i < pollables.length; i++) (pollables[i] as Pollable)._poll();
     // The loop takes in messages although its drive goes on: a pool may send it calls.
-    heartbeat[BUSY_SINCE] = MONOTONIC_ORIGIN + performance.now();
+    heartbeat[BUSY_SINCE] = monotonicNow();
   }
 
   /** Tell the pollables the loop gives libuv a turn; whether something arrived meanwhile. */

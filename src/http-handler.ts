@@ -63,7 +63,7 @@ function serve(
     coro = handler(req, res);
     if (!isCoroutine(coro)) throw new TypeError(`the httpHandler handler must return a coroutine, got ${repr(coro)}`);
   } catch (error) {
-    answerFailure(res);
+    answer(res, 500);
     report(loop, name, error, undefined);
     return;
   }
@@ -73,10 +73,7 @@ function serve(
   } catch (error) {
     // The loop is closed: no task will ever answer.
     coro.return(undefined);
-    if (!res.headersSent) {
-      res.statusCode = 503;
-      res.end();
-    } else res.destroy();
+    answer(res, 503);
     report(loop, name, error, undefined);
     return;
   }
@@ -90,26 +87,27 @@ function serve(
   task.addDoneCallback(() => {
     res.off('close', onClose);
     if (task.cancelled()) {
-      if (clientGone) return;
-      if (!res.headersSent) {
-        res.statusCode = 503;
-        res.end();
-      } else if (!res.writableEnded) res.destroy();
+      if (!clientGone) answer(res, 503);
       return;
     }
     const error = task.exception();
     if (error === null) return;
-    answerFailure(res);
+    answer(res, 500);
     report(loop, name, error, task);
   });
 }
 
-/** A 500 when nothing was sent yet; else the connection goes (the client must not take a half response for a whole one). */
-function answerFailure(res: ServerResponse): void {
+/**
+ * Answer `status` (500: with a body saying so) when nothing was sent yet; else end the
+ * connection, so that the client does not take a half response for a whole one.
+ */
+function answer(res: ServerResponse, status: 500 | 503): void {
   if (!res.headersSent) {
-    res.statusCode = 500;
-    res.setHeader('content-type', 'text/plain; charset=utf-8');
-    res.end('Internal Server Error\n');
+    res.statusCode = status;
+    if (status === 500) {
+      res.setHeader('content-type', 'text/plain; charset=utf-8');
+      res.end('Internal Server Error\n');
+    } else res.end();
   } else if (!res.writableEnded) res.destroy();
 }
 
