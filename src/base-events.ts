@@ -20,6 +20,7 @@ import { INSPECT, repr, typeName } from './internal/format.js';
 import { TimerHeap } from './internal/heap.js';
 import { BUSY_SINCE, MONOTONIC_ORIGIN, TIME_ORIGIN, monotonicNow, currentThreadName, healthEnabled, heartbeat, newId, registerLoop, type SlowCallback } from './internal/introspect.js';
 import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
+import { simulation, type LoopGate } from './internal/testing/active.js';
 import { logger } from './log.js';
 import { Task, ensureFuture } from './task.js';
 import { isCoroutine, type Coroutine, type Awaitable } from './coroutines.js';
@@ -285,6 +286,10 @@ export class EventLoop {
   _taskList: Task<unknown> | null = null;
   /** @internal Failed futures of this loop whose error nobody retrieved yet (reported at close at the latest). */
   _unretrieved: Set<WeakRef<Future<unknown>>> | null = null;
+  /** @internal What drives the loop in a simulation (multiloop/testing): the loop never drives itself then. */
+  _gate: LoopGate | null = null;
+  /** @internal Timers moved to the ready queue so far (a simulation logs each one that fires). */
+  _timersFired = 0;
 
   // ───────────────────────────── scheduling ─────────────────────────────
 
@@ -978,6 +983,16 @@ export class EventLoop {
       if (this.#executorShutdownCalled) throw new RuntimeError('Executor shutdown has been called');
       target = this.#defaultExecutor ??= createDefaultExecutor();
     }
+    const sim = simulation;
+    if (sim !== null) {
+      const fault = sim.jobFault(caller);
+      if (fault !== null) {
+        const failed = this.createFuture<R>();
+        failed.setException(fault);
+        return failed;
+      }
+      return wrapFuture<R>(sim.job(target.submit<A, R>(checked, ...args)), { loop: this });
+    }
     return wrapFuture<R>(target.submit<A, R>(checked, ...args), { loop: this });
   }
 
@@ -1130,6 +1145,7 @@ export class EventLoop {
         const timer = scheduled.pop();
         timer._scheduled = false;
         ready.push(timer);
+        this._timersFired++;
       }
     }
 
@@ -1322,6 +1338,50 @@ export class EventLoop {
     if (this.#running && !this.#inDrive && !this.#wakePending) this.#wake();
   }
 
+  /**
+   * @internal A simulation's step: take `receiver`'s batch (when given) and run one iteration,
+   * as `#drive` would, ending the run when the loop was stopped or an error escaped.
+   */
+  _simIterate(receiver: InboxReceiver | null, batch: unknown[] | null, callsOnly: boolean): void {
+    if (!this.#running) return;
+    if (receiver !== null) this.#inbox.push({ receiver, batch: batch as unknown[], callsOnly });
+    this.#inDrive = true;
+    this._tick = performance.now() | 0;
+    let finished = false;
+    let error: unknown;
+    try {
+      this._runOnce();
+      finished = this.#stopping;
+    } catch (caught) {
+      error = caught === undefined ? new RuntimeError('undefined was thrown out of the event loop') : caught;
+      finished = true;
+    }
+    this.#inDrive = false;
+    if (finished) this.#finish(error);
+  }
+
+  /** @internal A simulation's poll: take in, now, what other threads posted to this loop. */
+  _simPoll(): void {
+    const pollables = this.#pollables;
+    for (let i = 0; i < pollables.length; i++) {
+      const pollable = pollables[i] as Pollable;
+      pollable._beforeYield?.();
+      pollable._poll();
+    }
+  }
+
+  /** @internal What a simulation needs to know of the loop between its steps. */
+  _simState(): { running: boolean; ready: number; nextTimer: number; holds: number } {
+    this.#dropCancelledHead();
+    const scheduled = this.#scheduled;
+    return {
+      running: this.#running,
+      ready: this.#ready.length + this.#inbox.length,
+      nextTimer: scheduled.length === 0 ? Infinity : scheduled.peekWhen(),
+      holds: this.#clockHolds,
+    };
+  }
+
   #runTimed(handle: Runnable): void {
     const started = this.time();
     handle._run();
@@ -1351,6 +1411,10 @@ export class EventLoop {
     this.#wakePending = false;
     this.#immediate = null;
     if (!this.#running) return;
+    if (this._gate !== null) {
+      this._gate.kick();
+      return;
+    }
     this.#inDrive = true;
     // Woken by something other than a batch: the next batch's gap is not measured from the last sleep.
     this.#idleSince = 0;

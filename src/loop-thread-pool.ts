@@ -24,6 +24,7 @@ import { checkInitializer, checkResourceLimits } from './internal/threads/pool-o
 import { holdsMoved } from './transfer.js';
 import { LoopThread, type LoopRef, type RemoteProxy } from './loop-thread.js';
 import { gather } from './tasks.js';
+import { simulation } from './internal/testing/active.js';
 
 /** Options of `LoopThreadPool.start`. */
 export interface LoopThreadPoolOptions {
@@ -187,7 +188,7 @@ export class LoopThreadPool implements LoopRef {
     if (options === null || typeof options !== 'object') throw new TypeError(`LoopThreadPool.start() options must be an object, got ${repr(options)}`);
     const size = options.size ?? availableParallelism();
     if (!Number.isSafeInteger(size) || size < 1) throw new RangeError(`LoopThreadPool.start() options.size must be a positive integer, got ${repr(options.size)}`);
-    const name = options.name ?? `LoopThreadPool-${++poolCounter}`;
+    const name = options.name ?? simulation?.defaultName('LoopThreadPool') ?? `LoopThreadPool-${++poolCounter}`;
     if (typeof name !== 'string' || name === '') throw new TypeError(`LoopThreadPool.start() options.name must be a non-empty string, got ${repr(options.name)}`);
     const maxCallsInFlight = checkMaxCallsInFlight(options.maxCallsInFlight, 'LoopThreadPool.start() options');
     const initializer = checkInitializer(options.initializer, 'LoopThreadPool.start() options');

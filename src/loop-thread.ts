@@ -17,6 +17,8 @@ import { DEFAULT_MAX_CALLS_IN_FLIGHT, Link, checkMaxCallsInFlight, type CallTarg
 import { _compiledByStarter, importUserModule, isTypeScriptPortMessage, serveTypeScript } from './internal/ts-loader.js';
 import { threadExecArgv } from './internal/threads/exec-argv.js';
 import type { FromWorker, LinkPorts, LoopThreadData, ToWorker } from './internal/messages.js';
+import type { SimulatedChild } from './internal/testing/active.js';
+import type { SimulatedLoop } from './testing/simulated-loop.js';
 import { _getRunningLoop } from './internal/running.js';
 import { allTasks, currentTask } from './task.js';
 import { gather } from './tasks.js';
@@ -28,6 +30,7 @@ import { loopRecord, makeLinkPorts, proxyOf } from './internal/loop-refs.js';
 import { FATE_CLOSING, FATE_OUT_OF_MEMORY, FATE_RUNNING, FATE_TERMINATED, closedError, deathDescriber, deathError, describeError, newFate } from './internal/thread-deaths.js';
 import { CROSSES } from './internal/wire.js';
 import { encodeInitializer, runInitializer } from './internal/threads/initializer.js';
+import { simulation } from './internal/testing/active.js';
 import { snapshotThisThread, thisHeartbeat, unresponsiveThread, type ThreadSnapshot } from './internal/snapshot.js';
 
 /** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
@@ -303,7 +306,8 @@ export class LoopThread implements LoopRef {
 
   static async #start(moduleUrl: string | URL, options: LoopThreadOptions, initializer: readonly [string, ...unknown[]] | null = null): Promise<LoopThread> {
     const url = moduleUrlOf(moduleUrl, 'LoopThread.start()');
-    const name = options.name ?? `LoopThread-${++threadCounter}`;
+    const sim = simulation;
+    const name = options.name ?? sim?.defaultName('LoopThread') ?? `LoopThread-${++threadCounter}`;
     const loop = _getRunningLoop();
     const expose = options.expose ?? {};
     const maxCallsInFlight = checkMaxCallsInFlight(options.maxCallsInFlight, 'LoopThread.start()');
@@ -325,8 +329,10 @@ export class LoopThread implements LoopRef {
       guard: newThreadGuard(),
       maxCallsInFlight,
       initializer: init,
+      simulation: sim === null ? null : sim.child(),
     };
     if (threadSide !== null) transferList.push(threadSide.inPort, threadSide.outPort);
+    if (data.simulation !== null) transferList.push(data.simulation.port);
     let worker: Worker;
     try {
       worker = new Worker(HOST_ENTRY, {
@@ -391,6 +397,7 @@ export class LoopThread implements LoopRef {
           failure ??= new RuntimeError(`${peer} exited with code ${code} before its loop ran`);
           resolve(null);
         } else thread.#onExit(code);
+        if (data.simulation !== null) sim?.childExited(data.simulation.path);
       });
     });
     if (ready === null) {
@@ -699,7 +706,8 @@ export async function _hostLoopThread(): Promise<void> {
   _setThreadGuard(data.guard);
   rememberThread(data.starter.threadId, data.starter.name, data.starter.heartbeat);
   hostedHere = data.moduleUrl;
-  const loop = newEventLoop();
+  const simulated = data.simulation === null ? null : await import('./testing/gates.js');
+  const loop = simulated === null ? newEventLoop() : simulated.simulatedLoopForThread(data.simulation as SimulatedChild);
   setEventLoop(loop);
   // Calls that arrive before the module is loaded find nothing; then its namespace (one table, not one per call).
   let hosted = functionTable({}, data.moduleUrl);
@@ -747,6 +755,7 @@ export async function _hostLoopThread(): Promise<void> {
     exports: names.filter((name) => typeof namespace[name] === 'function'),
     others: names.filter((name) => typeof namespace[name] !== 'function'),
   };
+  if (simulated !== null) simulated.joinSimulation(loop as SimulatedLoop, data.name);
   control.postMessage(ready);
   await running;
   _closeServedComlinkPorts();

@@ -549,6 +549,11 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     }
   }
 
+  /** @internal Who is at the other end, in words (a simulation names the batches it delivers by it). */
+  get _peer(): string {
+    return this.#peer;
+  }
+
   /** Schedule `name(...args)` there, expecting no reply. */
   notify(name: string, args: unknown[]): void {
     const death = this.#death;

@@ -110,6 +110,8 @@ export function isLinkPorts(value: unknown): value is LinkPorts {
   );
 }
 
+import type { SimulatedChild } from './testing/active.js';
+
 /** What a LoopThread's worker receives as `workerData`. */
 export interface LoopThreadData {
   moduleUrl: string;
@@ -126,6 +128,8 @@ export interface LoopThreadData {
   maxCallsInFlight: number;
   /** An export to call before the thread says it is ready (a pool's initializer), its arguments as `toWire` made them; null for none. */
   initializer: { name: string; args: unknown[] } | null;
+  /** The simulation the thread's loop joins (multiloop/testing), or null. */
+  simulation: SimulatedChild | null;
 }
 
 /** Worker to parent: the module is loaded and the loop runs; `exports` are its callable names. */
