@@ -171,6 +171,8 @@ export interface Flushable {
 export interface Pollable {
   /** Take what arrived (to the loop's inbox); whether anything did. */
   _poll(): boolean;
+  /** Take what arrived, without the shortcuts `_poll` may take (a simulation's poll). */
+  _drain?(): boolean;
   /**
    * The loop is about to give libuv a turn (to sleep, or at the end of a time slice): arm
    * whatever must wake it then; whether something arrived meanwhile (in the loop's inbox).
@@ -682,8 +684,15 @@ export class EventLoop {
       return future;
     }
     let timer: NodeJS.Timeout | null = null;
+    // The threads' ending is work outside the loop: a virtual clock waits for it.
+    let held = true;
+    this._holdClock();
     const finish = (error?: unknown): void => {
       if (timer !== null) clearTimeout(timer);
+      if (held) {
+        held = false;
+        this._releaseClock();
+      }
       if (future.done() || this.#closed) return;
       this.callSoonThreadsafe(() => {
         if (future.done()) return;
@@ -1366,7 +1375,8 @@ export class EventLoop {
     for (let i = 0; i < pollables.length; i++) {
       const pollable = pollables[i] as Pollable;
       pollable._beforeYield?.();
-      pollable._poll();
+      if (pollable._drain === undefined) pollable._poll();
+      else pollable._drain();
     }
   }
 

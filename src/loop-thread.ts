@@ -400,6 +400,7 @@ export class LoopThread implements LoopRef {
         if (data.simulation !== null) sim?.childExited(data.simulation.path);
       });
     });
+    if (data.simulation !== null) sim?.childReady(data.simulation.path);
     if (ready === null) {
       firstLink?.close();
       void terminateSafely(worker, data.guard);

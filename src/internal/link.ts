@@ -533,6 +533,15 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     const rung = Atomics.load(bell, 0);
     if (rung === this.#rungSeen || this.#inClosed) return false;
     this.#rungSeen = rung;
+    return this._drain();
+  }
+
+  /**
+   * @internal Take what the port holds now, bell or not (a simulation's poll: the peer rings
+   * only once it has this side's bell, which may not have been delivered yet).
+   */
+  _drain(): boolean {
+    if (this.#inClosed) return false;
     let took = false;
     for (;;) {
       let message: { message: unknown } | undefined;

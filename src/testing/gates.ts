@@ -16,6 +16,7 @@ interface Upstream {
   /** A child at `path` will join through `port` (the coordinator's end). */
   expect(path: string, port: MessagePort): void;
   exited(path: string): void;
+  ready(path: string): void;
   kick(): void;
 }
 
@@ -52,6 +53,10 @@ export class SimulatedThread implements ThreadSimulation {
 
   childExited(path: string): void {
     this.upstream.exited(path);
+  }
+
+  childReady(path: string): void {
+    this.upstream.ready(path);
   }
 
   jobFault(caller: string): Error | null {
@@ -109,7 +114,8 @@ type Up =
   | { op: 'kick' }
   | { op: 'join'; name: string }
   | { op: 'expect'; path: string; port: MessagePort }
-  | { op: 'exited'; path: string };
+  | { op: 'exited'; path: string }
+  | { op: 'ready'; path: string };
 
 /** The coordinator's handle of a gate in another thread. */
 export class RemoteGate implements GateHandle {
@@ -186,6 +192,9 @@ export class RemoteGate implements GateHandle {
         break;
       case 'exited':
         this.coordinator.exited(message.path);
+        break;
+      case 'ready':
+        this.coordinator.ready(message.path);
         break;
     }
   }
@@ -275,6 +284,7 @@ export function simulatedLoopForThread(child: SimulatedChild): SimulatedLoop {
   const thread = new SimulatedThread(child.path, child.clock, child.seed, child.jobFailure, {
     expect: (path, far) => port.postMessage({ op: 'expect', path, port: far } satisfies Up, [far]),
     exited: (path) => port.postMessage({ op: 'exited', path } satisfies Up),
+    ready: (path) => port.postMessage({ op: 'ready', path } satisfies Up),
     kick: () => gate?.kick(),
   });
   gate = new WorkerGate(loop, thread, port);

@@ -103,6 +103,7 @@ export async function simulate<T>(main: () => Coroutine<T>, options: SimulationO
   const thread = new SimulatedThread('main', coordinator.clockBuffer, seed, jobFailure, {
     expect: (path, port) => void new RemoteGate(port, path, coordinator, remotes),
     exited: (path) => coordinator.exited(path),
+    ready: (path) => coordinator.ready(path),
     kick: () => coordinator.signal(),
   });
   const loop = new SimulatedLoop(coordinator.clockBuffer);
@@ -135,7 +136,8 @@ export async function simulate<T>(main: () => Coroutine<T>, options: SimulationO
     if (halt !== null) {
       const time = coordinator.clock[0] as number;
       const running = halt.kind === 'stuck' ? await coordinator.describeRunning() : '';
-      // The loop drives itself again, to end: run() cancels what is left and closes it.
+      // Every loop drives itself again, in real time, to end: run() cancels what is left and closes it.
+      coordinator.endThreads();
       loop._ungate();
       if (loop.isRunning()) loop.stop();
       await Promise.race([done, new Promise((resolve) => setTimeout(resolve, TEARDOWN_MS).unref())]);

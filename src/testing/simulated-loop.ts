@@ -3,6 +3,7 @@
  * clock, never drives itself once it joined, and holds what other threads send it until the
  * simulation delivers it.
  */
+import { performance } from 'node:perf_hooks';
 import { EventLoop, type InboxReceiver } from '../base-events.js';
 import type { GateState, HeldSource, StepReport } from '../internal/testing/coordinator.js';
 import { OP_CALL, OP_CANCEL, OP_CANCELLED, OP_DIED, OP_ERROR, OP_MASK, OP_NAME, OP_NOTIFY, OP_RESULT, OP_SIZE } from '../internal/messages.js';
@@ -24,14 +25,25 @@ export class SimulatedLoop extends EventLoop {
   readonly #order: Source[] = [];
   readonly #keys = new Map<string, number>();
 
+  /**
+   * Whether what other threads send is held for the simulation to deliver: from the start (a
+   * thread's loop runs freely while its module loads, but what reaches it then must wait for the
+   * simulation as everything after, or its order would be real time's), until the simulation ends.
+   */
+  #holding = true;
+
   constructor(clock: SharedArrayBuffer) {
     super();
     this.#clock = new Float64Array(clock);
   }
 
-  /** The simulation's clock. */
+  /** After the simulation: real seconds minus this offset (the clock goes on from where it was). */
+  #offset: number | null = null;
+
+  /** The simulation's clock (after it, the real clock, going on from the virtual time it ended at). */
   override time(): number {
-    return this.#clock[0] as number;
+    const offset = this.#offset;
+    return offset === null ? (this.#clock[0] as number) : performance.now() / 1000 - offset;
   }
 
   /** @internal The simulation moves the clock, never the loop. */
@@ -41,13 +53,12 @@ export class SimulatedLoop extends EventLoop {
 
   /** @internal */
   override _clockIsVirtual(): boolean {
-    return true;
+    return this.#offset === null;
   }
 
   /** @internal Held until the simulation delivers it (once the loop joined). */
   override _deliver(receiver: InboxReceiver, batch: unknown[], callsOnly = false): void {
-    const gate = this._gate;
-    if (gate === null) {
+    if (!this.#holding) {
       super._deliver(receiver, batch, callsOnly);
       return;
     }
@@ -63,7 +74,7 @@ export class SimulatedLoop extends EventLoop {
       this.#order.push(source);
     }
     source.batches.push({ batch, callsOnly });
-    gate.kick();
+    this._gate?.kick();
   }
 
   /** @internal Take in what was posted to the loop and say where it stands. */
@@ -75,6 +86,8 @@ export class SimulatedLoop extends EventLoop {
       const first = source.batches[0];
       if (first !== undefined) held.push({ key: source.key, count: source.batches.length, calls: hasCalls(first.batch) });
     }
+    // By name, not by which arrived first: that order is real time's.
+    held.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     return { running: state.running, ready: state.ready, nextTimer: state.nextTimer, holds: state.holds, jobs, held };
   }
 
@@ -106,7 +119,10 @@ export class SimulatedLoop extends EventLoop {
 
   /** @internal The simulation is over: the loop drives itself again, with what it held. */
   _ungate(): void {
+    if (this.#offset !== null) return;
+    this.#offset = performance.now() / 1000 - (this.#clock[0] as number);
     this._gate = null;
+    this.#holding = false;
     const order = this.#order.splice(0);
     this.#sources.clear();
     for (const source of order) for (const { batch, callsOnly } of source.batches) super._deliver(source.receiver, batch, callsOnly);

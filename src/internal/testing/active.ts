@@ -28,6 +28,8 @@ export interface ThreadSimulation {
   defaultName(kind: string): string;
   /** A LoopThread is being started here: what its worker needs to join (and the ports to transfer). */
   child(): SimulatedChild;
+  /** The thread that started the child at `path` took in its 'ready' (or its failure to start). */
+  childReady(path: string): void;
   /** A child started with `child()` exited and the thread that owns it took note. */
   childExited(path: string): void;
   /** A pool job is submitted: the error it fails with instead of running (a drawn fault), or null. */

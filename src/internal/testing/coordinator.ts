@@ -107,6 +107,8 @@ export class Coordinator {
   #gates: GateHandle[] = [];
   /** Threads started and not joined yet, with when (real ms) they were expected. */
   readonly #expected = new Map<string, number>();
+  /** Threads started whose starter has not taken in their 'ready' yet (it comes in real time). */
+  readonly #unready = new Map<string, number>();
   /** Threads killed whose owner did not take note yet, with when (real ms). */
   readonly #dying = new Map<string, number>();
   /** Per gate path and source key: when (virtual) each held batch may be delivered. */
@@ -136,6 +138,13 @@ export class Coordinator {
   /** A thread at `path` is being started: the simulation waits for it to join. */
   expect(path: string): void {
     this.#expected.set(path, performance.now());
+    this.#unready.set(path, performance.now());
+  }
+
+  /** The starter of the thread at `path` took in its 'ready'. */
+  ready(path: string): void {
+    this.#unready.delete(path);
+    this.signal();
   }
 
   /** A gate joined. */
@@ -151,6 +160,7 @@ export class Coordinator {
   leave(path: string): void {
     this.#gates = this.#gates.filter((gate) => gate.path !== path);
     this.#expected.delete(path);
+    this.#unready.delete(path);
     for (const key of [...this.#arrivals.keys()]) if (key.startsWith(`${path}\u0000`)) this.#arrivals.delete(key);
     this.signal();
   }
@@ -159,6 +169,7 @@ export class Coordinator {
   exited(path: string): void {
     this.#dying.delete(path);
     this.#expected.delete(path);
+    this.#unready.delete(path);
     this.signal();
   }
 
@@ -251,6 +262,7 @@ export class Coordinator {
   #waitingForThreads(): boolean {
     const now = performance.now();
     for (const since of this.#expected.values()) if (now - since < REAL_WORK_GRACE_MS * 5) return true;
+    for (const since of this.#unready.values()) if (now - since < REAL_WORK_GRACE_MS * 5) return true;
     for (const since of this.#dying.values()) if (now - since < REAL_WORK_GRACE_MS) return true;
     return false;
   }
