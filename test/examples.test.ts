@@ -39,6 +39,22 @@ describe('examples', () => {
     expect(await example('offload')).toMatch(/^12 jobs of 50 ms CPU each ran in [\d.]+ s on the pool \(\d+ rounds\)\nthe loop's worst lag meanwhile: [\d.]+ ms\n$/);
   });
 
+  it('testing: explore finds the planted race between two LoopThreads, its seed replays it, the fix passes every seed', { timeout: 120_000 }, async () => {
+    // Seeds 1 to 12: the output is the same on every run and every Node.
+    expect(await example('testing')).toBe(
+      'bookRacy: 12 seeds explored, 3 sold the last seat twice (seeds 3, 9, 10)\n' +
+        'replaying seed 3:\n' +
+        '  simulation (seed 3) failed at virtual time 0.1146726862480864: Error: the last seat was sold 2 times: ada, bob\n' +
+        '  the same as the first time: true\n' +
+        'bookSafe: 12 seeds explored, 0 failed\n' +
+        'seed 1: ada: booked; bob: sold out, refunded, at virtual time 0.0882 s; 15 events, the first ones:\n' +
+        '  0.0001 north: delivery from the parent loop: bell\n' +
+        '  0.0105 main: delivery from LoopThread \'south\': bell\n' +
+        '  0.0125 main: delivery from LoopThread \'north\': bell\n' +
+        '  0.0194 north: delivery from the parent loop: origin, call \'bookSafe\'\n',
+    );
+  });
+
   it('multi-loop: a service thread answers, refuses a reservation with its own error, and closes', async () => {
     expect(await example('multi-loop')).toBe(
       'in stock: 12 apples, 4 pears (asked thread 1 concurrently)\nreserved, 7 left\nreservation failed: RangeError: only 4 pear left, 9 asked\ninventory thread closed: true\n',

@@ -6,7 +6,25 @@
 import { performance } from 'node:perf_hooks';
 import { EventLoop, type InboxReceiver } from '../base-events.js';
 import type { GateState, HeldSource, StepReport } from '../internal/testing/coordinator.js';
-import { OP_CALL, OP_CANCEL, OP_CANCELLED, OP_DIED, OP_ERROR, OP_MASK, OP_NAME, OP_NOTIFY, OP_RESULT, OP_SIZE } from '../internal/messages.js';
+import {
+  OP_BELL,
+  OP_CALL,
+  OP_CANCEL,
+  OP_CANCELLED,
+  OP_CONTEXT,
+  OP_DIED,
+  OP_ERROR,
+  OP_LINK,
+  OP_MASK,
+  OP_NAME,
+  OP_NOTIFY,
+  OP_ORIGIN,
+  OP_REPLAY,
+  OP_REPLAY_END,
+  OP_RESULT,
+  OP_SIZE,
+  OP_UNREADABLE,
+} from '../internal/messages.js';
 import { allTasks } from '../task.js';
 
 /** The batches a loop holds from one source (a link, a ThreadQueue's watch). */
@@ -150,6 +168,11 @@ function describeBatch(source: Source, batch: unknown[]): string {
     else if (op === OP_CANCEL) items.push('cancel');
     else if (op === OP_CANCELLED) items.push('cancelled');
     else if (op === OP_DIED) items.push('death');
+    else if (op === OP_BELL) items.push('bell');
+    else if (op === OP_LINK) items.push('link');
+    else if (op === OP_ORIGIN) items.push('origin');
+    else if (op === OP_CONTEXT) items.push('context');
+    else if (op === OP_UNREADABLE || op === OP_REPLAY || op === OP_REPLAY_END) items.push('replay');
   }
-  return items.length === 0 ? 'bookkeeping' : items.join(', ');
+  return items.length === 0 ? 'names' : items.join(', ');
 }
