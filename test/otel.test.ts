@@ -6,6 +6,7 @@
  * CLIENT span in the caller and a SERVER span in the callee, `multiloop call <export>`. The
  * threads run dist/ (test/fixtures/otel-service.mjs), this test src/.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,22 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LoopThread, LoopThreadPool, PiscinaExecutor, ThreadQueue, getRunningLoop, run, sleep, toThread, workerFn, type Coroutine, type Future } from '../src/index.js';
+import {
+  ContextVar,
+  LoopThread,
+  LoopThreadPool,
+  PiscinaExecutor,
+  ThreadQueue,
+  getRunningLoop,
+  registerAsyncLocalStorage,
+  registerContextVar,
+  run,
+  sleep,
+  toThread,
+  workerFn,
+  type Coroutine,
+  type Future,
+} from '../src/index.js';
 import { propagateTraceContext } from '../src/otel/index.js';
 // @ts-expect-error: a JavaScript fixture without types
 import { describeSpan, exporter, finishedSpans, tracer } from './fixtures/otel-sdk.mjs';
@@ -62,6 +78,16 @@ describe('propagateTraceContext', () => {
   it('refuses bad options', () => {
     expect(() => propagateTraceContext(null as never)).toThrow(new TypeError('propagateTraceContext(): options must be an object'));
     expect(() => propagateTraceContext({ spans: 'yes' } as never)).toThrow(new TypeError('propagateTraceContext(): options.spans must be a boolean'));
+  });
+
+  it('keeps its name from user variables and storages', () => {
+    propagateTraceContext();
+    expect(() => registerContextVar(new ContextVar('multiloop.otel'))).toThrow(
+      new TypeError("registerContextVar(): multiloop/otel's trace context is registered as 'multiloop.otel' (a name stands for one variable in every thread)"),
+    );
+    expect(() => registerAsyncLocalStorage(new AsyncLocalStorage(), { name: 'multiloop.otel' })).toThrow(
+      new TypeError("registerAsyncLocalStorage(): multiloop/otel's trace context is registered as 'multiloop.otel' (a name stands for one storage in every thread)"),
+    );
   });
 
   it('makes a span of the callee of lt.call a child of the caller span, a coroutine and an async function too, and callSoonThreadsafe', async () => {

@@ -6,6 +6,8 @@
  * of its own context with those values set, inside `run()` of those storages
  * (`runInCarriedStores`). Nothing comes back. While nothing is registered, nothing is looked at:
  * `travelling.size` is the one check a call pays. One name stands for one variable or storage.
+ * Carriers (multiloop/otel) travel the same way: another library's context, written as plain
+ * data by the caller and run around the callee.
  */
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import { copyContext, ContextVar, type Context, type VarMap } from '../contextvars.js';
@@ -95,7 +97,7 @@ export type CarriedContext = readonly [names: readonly string[], values: readonl
 export function registerTravelling(variable: ContextVar<unknown>, name: string): void {
   const other = travelling.get(name);
   if (other !== undefined && other !== variable) {
-    const what = other instanceof ContextVar ? 'another context variable' : 'an AsyncLocalStorage';
+    const what = other instanceof ContextVar ? 'another context variable' : isCarrier(other) ? "multiloop/otel's trace context" : 'an AsyncLocalStorage';
     throw new TypeError(`registerContextVar(): ${what} is registered as '${name}' (a name stands for one variable in every thread)`);
   }
   const known = namesOf.get(variable);
@@ -111,7 +113,7 @@ export function registerTravelling(variable: ContextVar<unknown>, name: string):
 export function registerTravellingStorage(storage: AsyncLocalStorage<unknown>, name: string): void {
   const other = travelling.get(name);
   if (other !== undefined && other !== storage) {
-    const what = other instanceof ContextVar ? `a context variable (${other})` : 'another AsyncLocalStorage';
+    const what = other instanceof ContextVar ? `a context variable (${other})` : isCarrier(other) ? "multiloop/otel's trace context" : 'another AsyncLocalStorage';
     throw new TypeError(`registerAsyncLocalStorage(): ${what} is registered as '${name}' (a name stands for one storage in every thread)`);
   }
   const known = namesOf.get(storage);
