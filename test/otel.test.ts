@@ -30,6 +30,7 @@ import {
   type Coroutine,
   type Future,
 } from '../src/index.js';
+import { runInCarriedStores } from '../src/internal/travel.js';
 import { propagateTraceContext } from '../src/otel/index.js';
 // @ts-expect-error: a JavaScript fixture without types
 import { describeSpan, exporter, finishedSpans, tracer } from './fixtures/otel-sdk.mjs';
@@ -216,10 +217,14 @@ describe('propagateTraceContext', () => {
               lt.callSoonThreadsafe('note');
               return lt.call('notesSoFar') as Future<WhoAmI[]>;
             });
+            // submit: a ConcurrentFuture, its result read blocking.
+            const submitter = spanTracer.startSpan('caller');
+            const submitted = context.with(trace.setSpan(context.active(), submitter), () => lt.submit<WhoAmI>('whoAmI')).result(30);
+            submitter.end();
             const there = (yield* lt.call('finishedSpans')) as Described[];
             // Done callbacks end the CLIENT spans: let them run.
             yield* sleep(0);
-            return { called, job, failed: describe_(failed), failure, noted, there, here: finished() };
+            return { called, job, failed: describe_(failed), failure, noted, submitted, submitter: describe_(submitter), there, here: finished() };
           } finally {
             yield* lt.close();
           }
@@ -266,10 +271,26 @@ describe('propagateTraceContext', () => {
     const noteClient = clientOf(noted.caller, 'note');
     clientOf(noted.caller, 'notesSoFar');
     expect(noted.value[0]?.active).toMatchObject({ name: 'multiloop call note', kind: SpanKind.SERVER, parentSpanId: noteClient.spanId });
+    const submitted = out.submitted as WhoAmI;
+    const submitClient = clientOf(out.submitter as Described, 'whoAmI');
+    expect(submitted.active).toMatchObject({ name: 'multiloop call whoAmI', kind: SpanKind.SERVER, parentSpanId: submitClient.spanId });
     // Each span of the thread is a SERVER span of a call or a span a callee started.
     expect(there.map((span) => span.name).sort()).toEqual(
-      ['callee', 'multiloop call whoAmILater', 'multiloop call fails', 'multiloop call note', 'callee', 'multiloop call notesSoFar'].sort(),
+      ['callee', 'multiloop call whoAmILater', 'multiloop call fails', 'multiloop call note', 'callee', 'multiloop call notesSoFar', 'callee', 'multiloop call whoAmI'].sort(),
     );
+  });
+});
+
+describe('a trace context as it arrives', () => {
+  it('runs the callee in no span when the carried fields are not what a propagator writes (a hostile or broken peer)', () => {
+    propagateTraceContext();
+    const good = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    const seen = (written: unknown): string | undefined =>
+      runInCarriedStores([['multiloop.otel'], [written]], () => trace.getSpanContext(context.active())?.spanId);
+    expect(seen(good)).toBe('b7ad6b7169203331');
+    for (const bad of [null, 7, 'traceparent', [good.traceparent], { traceparent: 7 }, { traceparent: 'x'.repeat(100_000) }, Object.create(good) as unknown]) {
+      expect(seen(bad)).toBeUndefined();
+    }
   });
 });
 
