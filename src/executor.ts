@@ -17,7 +17,7 @@
  * skips them and each job runs once.
  */
 import { _currentVars } from './contextvars.js';
-import { carriedContext, travelling, type CarriedContext } from './internal/travel.js';
+import { callSpans, carriedContext, endWhenDone, travelling, type CarriedContext } from './internal/travel.js';
 import type { YieldablePromise } from './coroutines.js';
 import { yieldable } from './internal/yieldable.js';
 import { existsSync } from 'node:fs';
@@ -372,12 +372,17 @@ class PoolEngine {
     const fn = checkWorkerFn(candidate, 'submit()');
     const job = new JobFuture(this, fn, args);
     if (travelling.size !== 0) {
+      // A CLIENT span of the job when calls are spanned (multiloop/otel), ending with it.
+      const span = callSpans?.client(fn.exportName) ?? null;
       try {
-        job.carried = carriedContext(_currentVars());
+        job.carried = span === null ? carriedContext(_currentVars()) : span.run(() => carriedContext(_currentVars()));
       } catch (error) {
-        job._setException(new TypeError(`cannot send ${describeWorkerFn(fn)} to a pool thread: ${(error as Error).message}`, { cause: error }));
+        const failure = new TypeError(`cannot send ${describeWorkerFn(fn)} to a pool thread: ${(error as Error).message}`, { cause: error });
+        span?.end(failure);
+        job._setException(failure);
         return job;
       }
+      if (span !== null) endWhenDone(span, job);
     }
     let callbacks: _Callbacks | null = null;
     for (let i = 0; i < args.length; i++) {

@@ -108,4 +108,24 @@ describe.runIf(hasRedis)('the distributed example', () => {
     const delivered = /worker \d+ delivered (\d+) before it died; worker \d+ delivered (\d+), including/.exec(out);
     expect(Number(delivered?.[1]) + Number(delivered?.[2])).toBe(10000);
   }, 60_000);
+
+  it('otel: one trace across three threads and a BullMQ worker process, each span under the one that caused it', async () => {
+    const out = await example('otel');
+    expect(out).toMatch(
+      new RegExp(
+        '^10 apples cost 4\\.5\n10 apples packed\n' +
+          "one trace \\([0-9a-f]{32}\\), 10 spans from main thread, thread 'pricing', thread 'inventory', worker process:\n" +
+          'checkout \\[INTERNAL\\] in main thread\n' +
+          '  multiloop call quote \\[CLIENT\\] in main thread\n' +
+          "    multiloop call quote \\[SERVER\\] in thread 'pricing'\n" +
+          "      look up stock \\[INTERNAL\\] in thread 'pricing'\n" +
+          "        multiloop call stock \\[CLIENT\\] in thread 'pricing'\n" +
+          "          multiloop call stock \\[SERVER\\] in thread 'inventory'\n" +
+          "            count apple \\[INTERNAL\\] in thread 'inventory'\n" +
+          '  multiloop call ship \\[CLIENT\\] in main thread\n' +
+          '    multiloop call ship \\[SERVER\\] in worker process (\\d+)\n' +
+          '      pack parcel \\[INTERNAL\\] in worker process \\1\n$',
+      ),
+    );
+  }, 60_000);
 });

@@ -141,3 +141,12 @@ describe('multiloop/testing', () => {
     expect(typeof viaPackage.VirtualClockLoop).toBe('function');
   });
 });
+
+describe('multiloop/otel', () => {
+  it('exports propagateTraceContext, through the package name too', async () => {
+    const otel = await import('../src/otel/index.js');
+    expect(Object.keys(otel).sort()).toEqual(['propagateTraceContext']);
+    const viaPackage = (await import('multiloop/otel')) as Record<string, unknown>;
+    expect(typeof viaPackage.propagateTraceContext).toBe('function');
+  });
+});

@@ -19,7 +19,19 @@
  * fails with the reason, or a result that cannot be read becomes an error.
  */
 import { _currentVars, type Context, type VarMap } from '../contextvars.js';
-import { carriedContext, contextFor, currentStores, isCarriedContext, runInCarriedStores, sameStores, travelling, type CarriedContext } from './travel.js';
+import {
+  callSpans,
+  carriedContext,
+  contextFor,
+  currentStores,
+  endWhenDone,
+  isCarriedContext,
+  runInCarriedStores,
+  sameStores,
+  travelling,
+  type CallSpan,
+  type CarriedContext,
+} from './travel.js';
 import { isMainThread, receiveMessageOnPort, type MessagePort, type Transferable } from 'node:worker_threads';
 import { ConcurrentFuture } from './concurrent-future.js';
 import type { CallsInFlight, EventLoop, Flushable, InboxReceiver, Pollable } from '../base-events.js';
@@ -387,13 +399,16 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
       return future;
     }
     let callbacks: _Callbacks | null;
+    let span: CallSpan | null = null;
     try {
-      if (travelling.size !== 0) this.#sendContext('call', name);
+      if (travelling.size !== 0) span = this.#sendContextSpanned('call', name);
       callbacks = this.#encodeArgs('call', name, args);
     } catch (error) {
+      span?.end(error);
       future._setExceptionUnchecked(error);
       return future;
     }
+    if (span !== null) endWhenDone(span, future);
     callbacks?.releaseWhenDone(future as Future<unknown>);
     const id = ++this.#nextId;
     future._link = this;
@@ -417,13 +432,16 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
       return future;
     }
     let callbacks: _Callbacks | null;
+    let span: CallSpan | null = null;
     try {
-      if (travelling.size !== 0) this.#sendContext('call', name);
+      if (travelling.size !== 0) span = this.#sendContextSpanned('call', name);
       callbacks = this.#encodeArgs('call', name, args);
     } catch (error) {
+      span?.end(error);
       settle(future as ConcurrentFuture<unknown>, OP_ERROR, error);
       return future;
     }
+    if (span !== null) endWhenDone(span, future);
     callbacks?.releaseWhenDone(future as ConcurrentFuture<unknown>);
     // The bell goes first: the peer must know it before the call runs (the call may end the thread).
     const bell = this.#ensureBell();
@@ -567,9 +585,16 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   notify(name: string, args: unknown[]): void {
     const death = this.#death;
     if (death !== null) throw death();
-    if (travelling.size !== 0) this.#sendContext('callSoonThreadsafe', name);
-    // Callbacks of a callSoonThreadsafe are released by the far side once the call has run.
-    this.#encodeArgs('callSoonThreadsafe', name, args);
+    // No reply comes: a CLIENT span ends once the call is on its way.
+    const span = travelling.size !== 0 ? this.#sendContextSpanned('callSoonThreadsafe', name) : null;
+    try {
+      // Callbacks of a callSoonThreadsafe are released by the far side once the call has run.
+      this.#encodeArgs('callSoonThreadsafe', name, args);
+    } catch (error) {
+      span?.end(error);
+      throw error;
+    }
+    span?.end(null);
     this.#pushCall(OP_NOTIFY, 0, name, args);
   }
 
@@ -801,6 +826,26 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     if (carried !== null || this.#lastVars !== undefined) this.#push(OP_CONTEXT, 0, carried, 0);
     this.#lastVars = vars;
     this.#lastStores = stores;
+  }
+
+  /**
+   * `#sendContext` for the call `name`, inside a CLIENT span of it when calls are spanned
+   * (multiloop/otel): the span is returned, for the caller to end when the call is done.
+   */
+  #sendContextSpanned(what: string, name: string): CallSpan | null {
+    const spans = callSpans;
+    if (spans === null) {
+      this.#sendContext(what, name);
+      return null;
+    }
+    const span = spans.client(name);
+    try {
+      span.run(() => this.#sendContext(what, name));
+    } catch (error) {
+      span.end(error);
+      throw error;
+    }
+    return span;
   }
 
   /** Name the task making the calls that follow, when it is not the one named last. */
@@ -1240,6 +1285,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     let context: Context | null = null;
     let carried: CarriedContext | null = null;
     let release: (() => void) | null = null;
+    let span: CallSpan | null = null;
     try {
       let fn = this.#functions[nameId];
       if (fn === undefined) {
@@ -1259,26 +1305,39 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
       if (carried === null) result = fn(...args);
       else {
         const entered = (context = contextFor(carried));
-        result = runInCarriedStores(carried, () => entered.run(fn, ...args));
+        const spans = callSpans;
+        result = runInCarriedStores(carried, () => {
+          if (spans === null) return entered.run(fn, ...args);
+          // A SERVER span, child of what the call carried; it ends with the call.
+          const inside = (span = spans.server(name));
+          return inside.run(() => entered.run(fn, ...args));
+        });
       }
     } catch (error) {
+      (span as CallSpan | null)?.end(error);
       (release ?? _takeReceivedCallbacks())?.();
       if (id === 0) throw error;
       this.#push(OP_ERROR, id, encodeError(error), nameId);
       return;
     }
+    const served = span as CallSpan | null;
     if (!isCoroutine(result) && !_isThenable(result)) {
+      served?.end(null);
       if (id !== 0) this.#reply(id, nameId, result);
       release?.();
       return;
     }
     // A coroutine runs as a Task in the context the call carried (a copy of this thread's with its
-    // values), made inside the AsyncLocalStorage stores it carried, which the Task keeps.
+    // values), made inside the AsyncLocalStorage stores it carried (and its span), which the Task keeps.
     const entered = context;
     const future =
       entered !== null && isCoroutine(result)
-        ? runInCarriedStores(carried, () => this.loop.createTask(result as Coroutine<unknown>, { context: entered }))
+        ? runInCarriedStores(carried, () => {
+            const create = (): Future<unknown> => this.loop.createTask(result as Coroutine<unknown>, { context: entered });
+            return served === null ? create() : served.run(create);
+          })
         : ensureFuture(result as Future<unknown>, { loop: this.loop });
+    if (served !== null) endWhenDone(served, future);
     if (release !== null) future.addDoneCallback(release);
     if (id === 0) {
       future.addDoneCallback((done) => {

@@ -27,3 +27,19 @@ function isMissingPackage(error: unknown, name: string): boolean {
   // import(): "Cannot find package 'pg' imported from ..."; require(): "Cannot find module 'pg'".
   return error.message.includes(`package '${name}'`) || error.message.startsWith(`Cannot find module '${name}'`);
 }
+
+/**
+ * Load the optional package `name` at once through `load` (a `require` of it, written where it is
+ * resolved from), for a caller that cannot wait; the RuntimeError of `importOptional` when the
+ * package is not installed.
+ */
+export function requireOptional<T>(name: string, user: string, load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    if (isMissingPackage(error, name)) {
+      throw new RuntimeError(`${user} needs the optional package '${name}': npm install ${name}`, { cause: error });
+    }
+    throw error;
+  }
+}

@@ -26,7 +26,7 @@
 // A LoopRef (a LoopThread passed to a job) is made a caller of its loop here.
 import './loop-refs.js';
 import { _enter, _exit, type Context } from '../contextvars.js';
-import { contextFor, isCarriedContext, runInCarriedStores, type CarriedContext } from './travel.js';
+import { callSpans, contextFor, isCarriedContext, runInCarriedStores, type CallSpan, type CarriedContext } from './travel.js';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, parentPort, threadId, type MessagePort, type Transferable } from 'node:worker_threads';
@@ -309,6 +309,7 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
     let state: number;
     let release: (() => void) | null = null;
     let outside: Context | null = null;
+    let span: CallSpan | null = null;
     try {
       let fn = resolved[at];
       if (fn === undefined) {
@@ -337,15 +338,22 @@ async function runJobs(request: BatchRequest): Promise<BatchResponse> {
       let result: unknown;
       if (carried !== null && carried !== undefined && isCarriedContext(carried)) {
         outside = _enter(contextFor(carried));
-        // Inside the AsyncLocalStorage stores it carried, which its awaits keep.
-        result = runInCarriedStores(carried, () => call(fn, args, first, argc));
+        const spans = callSpans;
+        // Inside the AsyncLocalStorage stores it carried (and a SERVER span of it), which its awaits keep.
+        result = runInCarriedStores(carried, () => {
+          if (spans === null) return call(fn, args, first, argc);
+          const inside = (span = spans.server(exportName));
+          return inside.run(() => call(fn, args, first, argc));
+        });
       } else result = call(fn, args, first, argc);
       if (_isThenable(result)) result = await result;
+      (span as CallSpan | null)?.end(null);
       jobSlots = null;
       state = primitiveState(result);
       if (state === DONE_NUMBER) values[i] = result as number;
       else if (state === DONE_POSTED) sendValue(id, i, result, exportName, url);
     } catch (error) {
+      (span as CallSpan | null)?.end(error);
       jobSlots = null;
       release ??= _takeReceivedCallbacks();
       sendError(id, i, error);

@@ -27,7 +27,7 @@ import type { BullMQExecutorStatistics } from '../../bullmq.js';
 import { ConcurrentFuture } from '../concurrent-future.js';
 import { repr } from '../format.js';
 import { _getRunningLoop } from '../running.js';
-import { carriedContext, travelling, type CarriedContext } from '../travel.js';
+import { callSpans, carriedContext, endWhenDone, travelling, type CarriedContext } from '../travel.js';
 import { _currentVars } from '../../contextvars.js';
 import type { AddedJob, CallerChannel, ChannelEvents, OutcomeSink, QueuePort } from './channels.js';
 import {
@@ -261,11 +261,14 @@ export class CallerEngine implements OutcomeSink, ChannelEvents {
     }
     const call = new CallFuture(this, fn, fnKey(fn), args, given);
     if (travelling.size !== 0 && failure === null) {
+      // A CLIENT span of the call when calls are spanned (multiloop/otel), ending with it.
+      const span = callSpans?.client(fn.exportName) ?? null;
       try {
-        call.carried = carriedContext(_currentVars());
+        call.carried = span === null ? carriedContext(_currentVars()) : span.run(() => carriedContext(_currentVars()));
       } catch (error) {
         failure = new TypeError(`cannot send ${what} to a BullMQ worker: ${(error as Error).message}`, { cause: error });
       }
+      if (span !== null) endWhenDone(span, call);
     }
     this.#live++;
     if (failure !== null) {

@@ -27,7 +27,7 @@ import { typeName } from '../format.js';
 import { isModuleSpecifier, moduleUrlOf, normalizeSpecifier, quoteName, shortName } from '../module-ref.js';
 import { importUserModule } from '../ts-loader.js';
 import { fromWire } from '../wire.js';
-import { contextFor, isCarriedContext, runInCarriedStores, type CarriedContext } from '../travel.js';
+import { callSpans, contextFor, isCarriedContext, runInCarriedStores, type CallSpan, type CarriedContext } from '../travel.js';
 import type { Context } from '../../contextvars.js';
 import type { CallMarks, RunnerChannel } from './channels.js';
 import {
@@ -557,6 +557,7 @@ export class JobRunner {
     let result: unknown;
     let context: Context | null = null;
     let carried: CarriedContext | null = null;
+    let span: CallSpan | null = null;
     try {
       for (let i = 0; i < args.length; i++) {
         const arg: unknown = args[i];
@@ -570,25 +571,37 @@ export class JobRunner {
         context = contextFor(arrived);
       }
       const entered = context;
+      const spans = callSpans;
       result =
         entered === null
           ? _runAsJob(call, () => fn(...args))
-          : runInCarriedStores(carried, () => entered.run(() => _runAsJob(call, () => fn(...args))));
+          : runInCarriedStores(carried, () => {
+              const run = (): unknown => entered.run(() => _runAsJob(call, () => fn(...args)));
+              if (spans === null) return run();
+              // A SERVER span, child of what the call carried; it ends with the job.
+              const inside = (span = spans.server(exportName));
+              return inside.run(run);
+            });
     } catch (error) {
+      (span as CallSpan | null)?.end(error);
       this.#running.delete(key);
       return [index, OUTCOME_ERROR, wireFailure(error), performance.now() - started];
     }
-    if (isCoroutine(result)) result = this.#runTask(result, call, context, carried);
+    const served = span as CallSpan | null;
+    if (isCoroutine(result)) result = this.#runTask(result, call, context, carried, served);
     else if (!_isThenable(result)) {
+      served?.end(null);
       this.#running.delete(key);
       return this.#valueOutcome(index, result, performance.now() - started, exportName, spec);
     }
     return Promise.resolve(result).then(
       (value) => {
+        served?.end(null);
         this.#running.delete(key);
         return this.#valueOutcome(index, value, performance.now() - started, exportName, spec);
       },
       (error: unknown): Outcome => {
+        served?.end(error);
         this.#running.delete(key);
         return [index, OUTCOME_ERROR, wireFailure(error), performance.now() - started];
       },
@@ -604,12 +617,13 @@ export class JobRunner {
   }
 
   /** Run a coroutine job as a Task of the worker's loop, in a context (a copy of `carried`, the caller's values, when given) where `jobSignal()` finds `call`, and in the AsyncLocalStorage stores `stores` holds. */
-  #runTask(coro: Coroutine<unknown>, call: RunningCall, carried: Context | null, stores: CarriedContext | null): Promise<unknown> {
+  #runTask(coro: Coroutine<unknown>, call: RunningCall, carried: Context | null, stores: CarriedContext | null, span: CallSpan | null): Promise<unknown> {
     const loop = this.#loop;
     return new Promise((resolve, reject) => {
       loop.callSoonThreadsafe(() => {
         const context = carried === null ? _jobContext(call) : carried.run(() => _jobContext(call));
-        const task = runInCarriedStores(stores, () => loop.createTask(coro, { context }));
+        const create = () => loop.createTask(coro, { context });
+        const task = runInCarriedStores(stores, () => (span === null ? create() : span.run(create)));
         task.addDoneCallback((ended) => {
           if (ended.cancelled()) {
             reject(new CancelledError('the job\'s task was cancelled'));

@@ -13,9 +13,10 @@ import { Deserializer, Serializer } from 'node:v8';
 import type { Transferable } from 'node:worker_threads';
 import { collectTransfers, move } from '../../transfer.js';
 import { describeUncloneable, findUncloneable } from '../uncloneable.js';
+import { itemTrace } from '../travel.js';
 import { fromWire, toWire } from '../wire.js';
 import { decodePlain, encodePlain } from './plain-items.js';
-import { K_FALSE, K_NULL, K_NUMBER, K_PLAIN, K_SERIALIZED, K_STRING, K_TRUE, K_UNDEFINED, MAX_BYTES, type QueueMemory } from './queue-memory.js';
+import { K_FALSE, K_NULL, K_NUMBER, K_PLAIN, K_SERIALIZED, K_STRING, K_TRACED, K_TRUE, K_UNDEFINED, MAX_BYTES, type QueueMemory } from './queue-memory.js';
 
 /** Scratch buffers past this size are not kept for the next item. */
 const KEEP_BYTES = 1 << 20;
@@ -43,6 +44,14 @@ let readText = Buffer.from(readScratch.buffer);
 export function encodeItem(item: unknown, where: string): void {
   encoded.moved = null;
   encoded.payload = null;
+  if (itemTrace !== null) {
+    // Put while a span is active: the item goes with the trace context, for the consumer's link.
+    const written = itemTrace.write();
+    if (written !== undefined) {
+      encodeSerialized(item, where, written);
+      return;
+    }
+  }
   switch (typeof item) {
     case 'number':
       encoded.kind = K_NUMBER;
@@ -73,6 +82,17 @@ export function encodeItem(item: unknown, where: string): void {
     encoded.payload = plain;
     return;
   }
+  encodeSerialized(item, where, undefined);
+}
+
+/**
+ * Encode `item` through `toWire` and v8's serializer, as `[traced, item]` (K_TRACED) when
+ * `traced` is given; the errors of `encodeItem`.
+ */
+function encodeSerialized(item: unknown, where: string, traced: unknown): void {
+  if (typeof item === 'function' || typeof item === 'symbol') {
+    throw new TypeError(`cannot put into ${where}: ${describeUncloneable({ path: 'the item', type: typeof item })}`);
+  }
   const found: Transferable[] = [];
   collectTransfers(item, found);
   const moved = found.length === 0 ? null : (found as ArrayBuffer[]);
@@ -90,7 +110,7 @@ export function encodeItem(item: unknown, where: string): void {
     const serializer = new Serializer();
     serializer.writeHeader();
     try {
-      serializer.writeValue(value);
+      serializer.writeValue(traced === undefined ? value : [traced, value]);
     } catch (error) {
       throw new TypeError(`cannot put into ${where}: ${whyUnserializable(item, error)}`, { cause: error });
     }
@@ -101,7 +121,7 @@ export function encodeItem(item: unknown, where: string): void {
     if (moved !== null) for (const each of found) move(each as ArrayBuffer);
     throw error;
   }
-  encoded.kind = K_SERIALIZED;
+  encoded.kind = traced === undefined ? K_SERIALIZED : K_TRACED;
   encoded.payload = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
   encoded.moved = moved;
 }
@@ -176,12 +196,22 @@ export function decodeItem(memory: QueueMemory, into: Uint8Array): unknown {
       return undefined;
     case K_PLAIN:
       return decodePlain(into, memory.length);
-    default: {
-      const deserializer = new Deserializer(new Uint8Array(into.buffer, into.byteOffset, memory.length));
-      deserializer.readHeader();
-      return fromWire(deserializer.readValue());
+    case K_TRACED: {
+      const pair = deserialize(into, memory.length);
+      if (!Array.isArray(pair) || pair.length !== 2) return fromWire(pair);
+      itemTrace?.arrived(pair[0]);
+      return fromWire(pair[1]);
     }
+    default:
+      return fromWire(deserialize(into, memory.length));
   }
+}
+
+/** The value v8's serializer wrote in the first `length` bytes of `into`. */
+function deserialize(into: Uint8Array, length: number): unknown {
+  const deserializer = new Deserializer(new Uint8Array(into.buffer, into.byteOffset, length));
+  deserializer.readHeader();
+  return deserializer.readValue();
 }
 
 function roundUp(bytes: number): number {

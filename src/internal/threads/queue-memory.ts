@@ -157,6 +157,8 @@ export const K_NUMBER = 5;
 export const K_STRING = 6;
 export const K_SERIALIZED = 7;
 export const K_PLAIN = 8;
+/** A serialized `[trace fields, item]`: an item put while an OpenTelemetry span was active (multiloop/otel). */
+export const K_TRACED = 9;
 
 /**
  * A record is an 8-byte header (kind, payload length) and its payload, padded to 8 bytes; a
