@@ -103,7 +103,33 @@ function ownFiles(urls: string[]): string[] {
   return [...new Set(urls.filter((url) => url.startsWith(dist)).map((url) => url.slice(dist.length)))].sort();
 }
 
+/** The I/O stack's modules among `files`. */
+function ioModules(files: string[]): string[] {
+  return files.filter((file) => /^(connections|transports|streams|pipes|subprocess|start-tls|sendfile|protocols)\.js$|^internal\/pipes\//.test(file));
+}
+
 describe('what a LoopThread carries', () => {
+  it("loads the modules of a LoopThread's host without the I/O stack; a loop's first I/O call loads it and goes on", () => {
+    const { urls, printed } = loadedBy(`
+      await import(${JSON.stringify(`${dist}loop-thread.js`)});
+      print(JSON.stringify(urls));
+      const { newEventLoop } = await import(${JSON.stringify(`${dist}events.js`)});
+      const loop = newEventLoop();
+      const first = await loop.runUntilComplete(loop.getaddrinfo('127.0.0.1', 80));
+      const second = await loop.runUntilComplete(loop.getaddrinfo('127.0.0.1', 81));
+      loop.close();
+      print(JSON.stringify([first[0][4], second[0][4]]));
+    `);
+    const [host, answers] = printed.split('\n').map((line) => JSON.parse(line) as unknown) as [string[], unknown];
+    expect(ownFiles(host)).toContain('base-events.js');
+    expect(ioModules(ownFiles(host))).toEqual([]);
+    expect(answers).toEqual([
+      ['127.0.0.1', 80],
+      ['127.0.0.1', 81],
+    ]);
+    expect(ioModules(ownFiles(urls))).toEqual(expect.arrayContaining(['connections.js', 'pipes.js', 'sendfile.js', 'start-tls.js', 'transports.js']));
+  });
+
   it('holds no character beyond Latin-1 in the JavaScript a LoopThread loads (V8 would keep such a file as two-byte source)', () => {
     const { urls } = loadedBy(`await import(${JSON.stringify(`${dist}loop-thread.js`)});`);
     const files = ownFiles(urls);
