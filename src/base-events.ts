@@ -28,40 +28,60 @@ import { _cancelOnAbort, _checkSignal, type SignalOption } from './interop.js';
 import { wrapFuture } from './concurrent.js';
 import { createDefaultExecutor, type Executor } from './executor.js';
 import { checkWorkerFn, resolvesModuleSpecifiers, type WorkerFn } from './worker-fn.js';
-import {
-  _createConnection,
-  _createDatagramEndpoint,
-  _createServer,
-  _getaddrinfo,
-  _getnameinfo,
-  type AddrInfo,
-  type CreateConnectionOptions,
-  type CreateServerOptions,
-  type DatagramEndpointOptions,
-  type GetaddrinfoOptions,
-  type Server,
+import type {
+  AddrInfo,
+  CreateConnectionOptions,
+  CreateServerOptions,
+  DatagramEndpointOptions,
+  GetaddrinfoOptions,
+  Server,
 } from './connections.js';
-import {
-  _connectReadPipe,
-  _connectWritePipe,
-  _subprocessExec,
-  _subprocessShell,
-  type ReadPipe,
-  type ReadPipeProtocol,
-  type ReadPipeTransport,
-  type SubprocessArgs,
-  type SubprocessTransport,
-  type SubprocessTransportOptions,
-  type WritePipe,
-  type WritePipeProtocol,
-  type WritePipeTransport,
+import type {
+  ReadPipe,
+  ReadPipeProtocol,
+  ReadPipeTransport,
+  SubprocessArgs,
+  SubprocessTransport,
+  SubprocessTransportOptions,
+  WritePipe,
+  WritePipeProtocol,
+  WritePipeTransport,
 } from './pipes.js';
 import type { DatagramProtocol, Protocol, SubprocessProtocol } from './protocols.js';
 import { _addSignalHandler, _removeSignalHandler } from './signals.js';
-import { _sendfile, type SendfileOptions, type SendfileSource } from './sendfile.js';
-import { _connectAcceptedSocket, _startTls, type ConnectAcceptedSocketOptions, type SslContext, type StartTlsOptions } from './start-tls.js';
+import type { SendfileOptions, SendfileSource } from './sendfile.js';
+import type { ConnectAcceptedSocketOptions, SslContext, StartTlsOptions } from './start-tls.js';
 import type { Socket as NetSocket } from 'node:net';
 import type { DatagramTransport, Transport } from './transports.js';
+
+/** The engines of the I/O methods: transports, servers, pipes, subprocesses, sendfile and TLS. */
+interface IoStack {
+  connections: typeof import('./connections.js');
+  pipes: typeof import('./pipes.js');
+  sendfile: typeof import('./sendfile.js');
+  startTls: typeof import('./start-tls.js');
+}
+
+let ioStack: IoStack | null = null;
+let ioLoading: Promise<IoStack> | null = null;
+
+/**
+ * The I/O stack, loaded on the first I/O call of the thread: a thread that does no I/O (most
+ * LoopThreads) does not carry its code. Every I/O method is a coroutine, so the first call
+ * waits for the load within a step of its task, as it would wait for the I/O itself; later
+ * calls go on at once.
+ */
+function* ioStackLoaded(): Coroutine<IoStack> {
+  if (ioStack !== null) return ioStack;
+  ioLoading ??= Promise.all([import('./connections.js'), import('./pipes.js'), import('./sendfile.js'), import('./start-tls.js')]).then(
+    ([connections, pipes, sendfile, startTls]) => (ioStack = { connections, pipes, sendfile, startTls }),
+    (error: unknown) => {
+      ioLoading = null;
+      throw error;
+    },
+  );
+  return yield* ensureFuture(ioLoading);
+}
 
 /** How many slow callbacks a loop remembers for its health report. */
 const SLOW_CALLBACKS_KEPT = 20;
@@ -760,7 +780,8 @@ export class EventLoop {
     options: CreateConnectionOptions = {},
   ): Coroutine<[transport: Transport, protocol: P]> {
     this.#checkClosed();
-    return yield* _createConnection(this, protocolFactory, { host, port }, options, 'createConnection()');
+    const { connections } = yield* ioStackLoaded();
+    return yield* connections._createConnection(this, protocolFactory, { host, port }, options, 'createConnection()');
   }
 
   /** Connect to the Unix socket at `path` (create_unix_connection). */
@@ -770,7 +791,8 @@ export class EventLoop {
     options: CreateConnectionOptions = {},
   ): Coroutine<[transport: Transport, protocol: P]> {
     this.#checkClosed();
-    return yield* _createConnection(this, protocolFactory, { path }, options, 'createUnixConnection()');
+    const { connections } = yield* ioStackLoaded();
+    return yield* connections._createConnection(this, protocolFactory, { path }, options, 'createUnixConnection()');
   }
 
   /**
@@ -785,7 +807,8 @@ export class EventLoop {
    */
   *createServer(protocolFactory: () => Protocol, host: string | null, port: number | null, options: CreateServerOptions = {}): Coroutine<Server> {
     this.#checkClosed();
-    return yield* _createServer(this, protocolFactory, { host, port }, options, 'createServer()');
+    const { connections } = yield* ioStackLoaded();
+    return yield* connections._createServer(this, protocolFactory, { host, port }, options, 'createServer()');
   }
 
   /**
@@ -794,7 +817,8 @@ export class EventLoop {
    */
   *createUnixServer(protocolFactory: () => Protocol, path: string | null, options: CreateServerOptions = {}): Coroutine<Server> {
     this.#checkClosed();
-    return yield* _createServer(this, protocolFactory, { path }, options, 'createUnixServer()');
+    const { connections } = yield* ioStackLoaded();
+    return yield* connections._createServer(this, protocolFactory, { path }, options, 'createUnixServer()');
   }
 
   /**
@@ -811,7 +835,8 @@ export class EventLoop {
     options: DatagramEndpointOptions,
   ): Coroutine<[transport: DatagramTransport, protocol: P]> {
     this.#checkClosed();
-    return yield* _createDatagramEndpoint(this, protocolFactory, options);
+    const { connections } = yield* ioStackLoaded();
+    return yield* connections._createDatagramEndpoint(this, protocolFactory, options);
   }
 
   /**
@@ -829,7 +854,8 @@ export class EventLoop {
    */
   *connectReadPipe<P extends ReadPipeProtocol>(protocolFactory: () => P, pipe: ReadPipe): Coroutine<[transport: ReadPipeTransport, protocol: P]> {
     this.#checkClosed();
-    return yield* _connectReadPipe(this, protocolFactory, pipe);
+    const { pipes } = yield* ioStackLoaded();
+    return yield* pipes._connectReadPipe(this, protocolFactory, pipe);
   }
 
   /**
@@ -847,7 +873,8 @@ export class EventLoop {
    */
   *connectWritePipe<P extends WritePipeProtocol>(protocolFactory: () => P, pipe: WritePipe): Coroutine<[transport: WritePipeTransport, protocol: P]> {
     this.#checkClosed();
-    return yield* _connectWritePipe(this, protocolFactory, pipe);
+    const { pipes } = yield* ioStackLoaded();
+    return yield* pipes._connectWritePipe(this, protocolFactory, pipe);
   }
 
   /**
@@ -863,7 +890,8 @@ export class EventLoop {
    */
   *subprocessExec<P extends SubprocessProtocol>(protocolFactory: () => P, program: string, ...args: SubprocessArgs): Coroutine<[transport: SubprocessTransport, protocol: P]> {
     this.#checkClosed();
-    return yield* _subprocessExec(this, protocolFactory, program, args);
+    const { pipes } = yield* ioStackLoaded();
+    return yield* pipes._subprocessExec(this, protocolFactory, program, args);
   }
 
   /**
@@ -877,7 +905,8 @@ export class EventLoop {
    */
   *subprocessShell<P extends SubprocessProtocol>(protocolFactory: () => P, cmd: string, options: SubprocessTransportOptions = {}): Coroutine<[transport: SubprocessTransport, protocol: P]> {
     this.#checkClosed();
-    return yield* _subprocessShell(this, protocolFactory, cmd, options);
+    const { pipes } = yield* ioStackLoaded();
+    return yield* pipes._subprocessShell(this, protocolFactory, cmd, options);
   }
 
   /**
@@ -894,7 +923,8 @@ export class EventLoop {
    */
   *startTls(transport: Transport, protocol: Protocol, sslContext: SslContext, options: StartTlsOptions = {}): Coroutine<Transport> {
     this.#checkClosed();
-    return yield* _startTls(this, transport, protocol, sslContext, options);
+    const { startTls } = yield* ioStackLoaded();
+    return yield* startTls._startTls(this, transport, protocol, sslContext, options);
   }
 
   /**
@@ -913,7 +943,8 @@ export class EventLoop {
    */
   *sendfile(transport: Transport, file: SendfileSource, offset = 0, count: number | null = null, options: SendfileOptions = {}): Coroutine<number> {
     this.#checkClosed();
-    return yield* _sendfile(this, transport, file, offset, count, options);
+    const { sendfile } = yield* ioStackLoaded();
+    return yield* sendfile._sendfile(this, transport, file, offset, count, options);
   }
 
   /**
@@ -931,7 +962,8 @@ export class EventLoop {
     options: ConnectAcceptedSocketOptions = {},
   ): Coroutine<[transport: Transport, protocol: P]> {
     this.#checkClosed();
-    return yield* _connectAcceptedSocket(this, protocolFactory, sock, options);
+    const { startTls } = yield* ioStackLoaded();
+    return yield* startTls._connectAcceptedSocket(this, protocolFactory, sock, options);
   }
 
   /**
@@ -945,7 +977,8 @@ export class EventLoop {
    */
   *getaddrinfo(host: string | null, port: number | string | null, options: GetaddrinfoOptions = {}): Coroutine<AddrInfo[]> {
     this.#checkClosed();
-    return yield* _getaddrinfo(this, host, port, options);
+    const { connections } = yield* ioStackLoaded();
+    return yield* connections._getaddrinfo(this, host, port, options);
   }
 
   /**
@@ -963,7 +996,8 @@ export class EventLoop {
    */
   *getnameinfo(sockaddr: [host: string, port: number] | [host: string, port: number, flowinfo: number, scopeId: number], flags = 0): Coroutine<[string, string]> {
     this.#checkClosed();
-    return yield* _getnameinfo(this, sockaddr, flags);
+    const { connections } = yield* ioStackLoaded();
+    return yield* connections._getnameinfo(this, sockaddr, flags);
   }
 
   /**

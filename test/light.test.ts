@@ -4,7 +4,7 @@
  * first use, in the process and in each LoopThread.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -95,5 +95,54 @@ describe('importing multiloop', () => {
     const required = JSON.parse(printed) as string[];
     expect(required.some((path) => path.includes('/comlink/'))).toBe(true);
     expect(lazyParts([], required)).toEqual([]);
+  });
+});
+
+/** The files of dist/src that `urls` name, relative to it (`internal/link.js`...). */
+function ownFiles(urls: string[]): string[] {
+  return [...new Set(urls.filter((url) => url.startsWith(dist)).map((url) => url.slice(dist.length)))].sort();
+}
+
+/** The I/O stack's modules among `files`. */
+function ioModules(files: string[]): string[] {
+  return files.filter((file) => /^(connections|transports|streams|pipes|subprocess|start-tls|sendfile|protocols)\.js$|^internal\/pipes\//.test(file));
+}
+
+describe('what a LoopThread carries', () => {
+  it("loads the modules of a LoopThread's host without the I/O stack; a loop's first I/O call loads it and goes on", () => {
+    const { urls, printed } = loadedBy(`
+      await import(${JSON.stringify(`${dist}loop-thread.js`)});
+      print(JSON.stringify(urls));
+      const { newEventLoop } = await import(${JSON.stringify(`${dist}events.js`)});
+      const loop = newEventLoop();
+      const first = await loop.runUntilComplete(loop.getaddrinfo('127.0.0.1', 80));
+      const second = await loop.runUntilComplete(loop.getaddrinfo('127.0.0.1', 81));
+      loop.close();
+      print(JSON.stringify([first[0][4], second[0][4]]));
+    `);
+    const [host, answers] = printed.split('\n').map((line) => JSON.parse(line) as unknown) as [string[], unknown];
+    expect(ownFiles(host)).toContain('base-events.js');
+    expect(ioModules(ownFiles(host))).toEqual([]);
+    expect(answers).toEqual([
+      ['127.0.0.1', 80],
+      ['127.0.0.1', 81],
+    ]);
+    expect(ioModules(ownFiles(urls))).toEqual(expect.arrayContaining(['connections.js', 'pipes.js', 'sendfile.js', 'start-tls.js', 'transports.js']));
+  });
+
+  it('holds no character beyond Latin-1 in the JavaScript a LoopThread loads (V8 would keep such a file as two-byte source)', () => {
+    const { urls } = loadedBy(`await import(${JSON.stringify(`${dist}loop-thread.js`)});`);
+    const files = ownFiles(urls);
+    expect(files.length).toBeGreaterThan(10);
+    const wide = files.filter((file) => [...readFileSync(new URL(file, dist), 'utf8')].some((char) => char.charCodeAt(0) > 0xff));
+    expect(wide).toEqual([]);
+  });
+
+  it('builds the JavaScript without comments and the declarations with their doc comments', () => {
+    const code = readFileSync(new URL('futures.js', dist), 'utf8');
+    const types = readFileSync(new URL('futures.d.ts', dist), 'utf8');
+    expect(code).not.toMatch(/\/\*\*|^\s*\/\/ /m);
+    expect(types).toMatch(/\/\*\*\n \* Future: the eventual result of an operation/);
+    expect(types).toContain('@example');
   });
 });
