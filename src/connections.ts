@@ -281,6 +281,8 @@ export class Server implements TransportOwner, LoopResource {
   #probing = CAN_PROBE_DESCRIPTORS;
   /** Set once a shortage was reported; an accept that finds the process with room again ends it, so each shortage is reported once. */
   #outOfResources = false;
+  /** @internal A listening server waits for clients: no I/O of its own (a simulation's clock does not wait for it). */
+  readonly _listens = true;
 
   /**
    * @internal Made by `loop.createServer` / `startServer`: `netServer` listens (with `listen`, or

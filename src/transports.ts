@@ -56,6 +56,8 @@ const EMPTY = Buffer.alloc(0);
 export interface LoopResource {
   /** The loop closed: let the underlying Node handles go at once (no callback can run any more). */
   _closeAtLoopClose(): void;
+  /** True for what only waits for others to come (a listening server): no I/O of its own is under way. */
+  readonly _listens?: boolean;
 }
 
 const openOnLoop = new WeakMap<EventLoop, Set<LoopResource>>();
@@ -78,6 +80,34 @@ export function _trackOpen(loop: EventLoop, resource: LoopResource): void {
     });
   }
   open.add(resource);
+}
+
+/**
+ * @internal How many of the loop's open resources may have I/O under way (connections, pipes,
+ * subprocesses; not listening servers): a simulation's clock waits a moment for them before it jumps.
+ */
+export function _openIo(loop: EventLoop): { count: number; sockets: ByteCounts[] } {
+  let count = 0;
+  const sockets: ByteCounts[] = [];
+  const open = openOnLoop.get(loop);
+  if (open !== undefined) {
+    for (const resource of open) {
+      if (resource._listens === true) continue;
+      count++;
+      const counts = resource instanceof Transport ? resource._byteCounts() : null;
+      if (counts !== null) sockets.push(counts);
+    }
+  }
+  return { count, sockets };
+}
+
+/** @internal A TCP socket's endpoints and byte counts (see Transport._byteCounts). */
+export interface ByteCounts {
+  readonly local: string;
+  readonly remote: string;
+  readonly written: number;
+  readonly read: number;
+  readonly reading: boolean;
 }
 
 /** @internal `resource` closed by itself. */
@@ -617,6 +647,22 @@ export class Transport implements LoopResource {
   /** Whether data is being delivered (not paused, not closing). */
   isReading(): boolean {
     return !this.#paused && !this.#closing;
+  }
+
+  /**
+   * @internal What a simulation reads to know whether bytes are on their way between two of its
+   * loops: the TCP endpoints and byte counts of the transport's socket (null: not a TCP socket).
+   */
+  _byteCounts(): { local: string; remote: string; written: number; read: number; reading: boolean } | null {
+    const socket = this.#extra.socket as NetSocket | undefined;
+    if (socket === undefined || typeof socket.remotePort !== 'number' || typeof socket.localPort !== 'number') return null;
+    return {
+      local: `${socket.localAddress}:${socket.localPort}`,
+      remote: `${socket.remoteAddress}:${socket.remotePort}`,
+      written: socket.bytesWritten,
+      read: socket.bytesRead,
+      reading: this.isReading(),
+    };
   }
 
   /** The protocol the transport drives. */

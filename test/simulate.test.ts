@@ -10,7 +10,8 @@ import { RuntimeError } from '../src/exceptions.js';
 import { LoopThread } from '../src/loop-thread.js';
 import { LoopThreadPool } from '../src/loop-thread-pool.js';
 import { run } from '../src/runners.js';
-import { gather, sleep } from '../src/tasks.js';
+import { gather, sleep, waitFor } from '../src/tasks.js';
+import { openConnection } from '../src/streams.js';
 import { ThreadQueue } from '../src/thread-queue.js';
 import { toThread } from '../src/threads.js';
 import { workerFn } from '../src/worker-fn.js';
@@ -160,6 +161,28 @@ describe('simulate(): one virtual clock for every loop of every thread', () => {
     }
     const result = await simulate(main, { seed: 11 });
     expect(result.value).toEqual({ ticks: [[5, 10], [7]], sum: 5, time: 10 });
+  });
+});
+
+describe('simulate(): real I/O runs in real time, and the clock waits for it', () => {
+  it('a socket between two loops of the simulation: the answer comes at its virtual time, before a longer timeout', async () => {
+    function* main(): Coroutine<unknown> {
+      const thread = yield* LoopThread.start(SERVICE);
+      try {
+        const port = yield* thread.call<number>('serveSlowly', 3);
+        const [reader, writer] = yield* openConnection('127.0.0.1', port);
+        writer.write(new TextEncoder().encode('ping\n'));
+        const answer = yield* waitFor(reader.readline(), 5);
+        const at = getRunningLoop().time();
+        writer.close();
+        yield* thread.call('stopServing');
+        return { answer: new TextDecoder().decode(answer), at };
+      } finally {
+        yield* thread.close();
+      }
+    }
+    const result = await simulate(main, { seed: 4 });
+    expect(result.value).toEqual({ answer: 'PING\n', at: 3 });
   });
 });
 

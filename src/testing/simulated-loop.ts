@@ -26,6 +26,7 @@ import {
   OP_UNREADABLE,
 } from '../internal/messages.js';
 import { allTasks } from '../task.js';
+import { _openIo } from '../transports.js';
 
 /** The batches a loop holds from one source (a link, a ThreadQueue's watch). */
 interface Source {
@@ -106,7 +107,8 @@ export class SimulatedLoop extends EventLoop {
     }
     // By name, not by which arrived first: that order is real time's.
     held.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    return { running: state.running, ready: state.ready, nextTimer: state.nextTimer, holds: state.holds, jobs, held };
+    const io = _openIo(this);
+    return { running: state.running, ready: state.ready, nextTimer: state.nextTimer, holds: state.holds, jobs, io: io.count, sockets: io.sockets, held };
   }
 
   /** @internal Deliver `key`'s first held batch (null: none) and run one iteration. */

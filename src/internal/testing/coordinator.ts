@@ -12,7 +12,10 @@
  *
  * What happens outside the simulation (a Promise a task awaits, a pool job, a thread starting)
  * holds the clock; pool jobs and starting or dying threads also hold every choice until they are
- * done, for the order in which they end is real time's.
+ * done, for the order in which they end is real time's. Open connections, pipes and subprocesses
+ * hold the clock for IO_QUIET_MS before each jump (what a loop wrote to another arrives within
+ * it), and for good when nothing else is left (then the simulation may end as stuck, never as
+ * deadlocked: the peer may be outside).
  */
 import { performance } from 'node:perf_hooks';
 import { Prng } from './prng.js';
@@ -28,8 +31,22 @@ export interface GateState {
   readonly holds: number;
   /** Pool jobs submitted from this thread and running. */
   readonly jobs: number;
+  /** Open connections, pipes and subprocesses (real I/O may be under way). */
+  readonly io: number;
+  /** The TCP sockets among them: endpoints and byte counts. */
+  readonly sockets: readonly SocketCounts[];
   /** Batches held, per source, in the gate's order of sources. */
   readonly held: readonly HeldSource[];
+}
+
+/** A TCP socket of a loop: its endpoints and byte counts. */
+export interface SocketCounts {
+  readonly local: string;
+  readonly remote: string;
+  readonly written: number;
+  readonly read: number;
+  /** Whether its transport reads (a paused one leaves bytes in the kernel on purpose). */
+  readonly reading: boolean;
 }
 
 /** The batches held from one source. */
@@ -92,6 +109,11 @@ export class Halt extends Error {
 
 /** How close a timer must be to now to be due (as the loops' CLOCK_RESOLUTION). */
 const RESOLUTION = 1e-9;
+/**
+ * How long (real ms) the clock waits, before it jumps, for real I/O on open connections, pipes and
+ * subprocesses: bytes a loop of the simulation wrote to another arrive well within it.
+ */
+const IO_QUIET_MS = 20;
 /** How long pool jobs and starting threads hold every choice at most (real ms): past it, the simulation goes on without them. */
 const REAL_WORK_GRACE_MS = 2000;
 
@@ -205,6 +227,8 @@ export class Coordinator {
       const options: Array<{ gate: GateHandle; key: string | null; calls: boolean }> = [];
       let holds = 0;
       let jobs = 0;
+      let io = 0;
+      const sockets = new Map<string, SocketCounts>();
       let next = Infinity;
       let mainRunning = false;
       for (let i = 0; i < gates.length; i++) {
@@ -212,6 +236,8 @@ export class Coordinator {
         const state = states[i] as GateState;
         holds += state.holds;
         jobs += state.jobs;
+        io += state.io;
+        for (const socket of state.sockets) sockets.set(`${socket.local}>${socket.remote}`, socket);
         if (!state.running) continue;
         if (gate.path === 'main') mainRunning = true;
         if (state.ready > 0 || state.nextTimer <= now + RESOLUTION) options.push({ gate, key: null, calls: false });
@@ -245,11 +271,13 @@ export class Coordinator {
         for (let i = 0; i < report.timers; i++) this.events.push({ time, loop: chosen.gate.name, what: 'timer fired' });
         continue;
       }
-      if (holds > 0 || jobs > 0 || !mainRunning) {
+      if (holds > 0 || jobs > 0 || !mainRunning || (io > 0 && next === Infinity) || bytesOnTheirWay(sockets)) {
         await this.#wait();
         continue;
       }
       if (next < Infinity) {
+        // Real I/O may be under way: the clock waits a moment for what it brings.
+        if (io > 0 && (await this.#wait(IO_QUIET_MS))) continue;
         this.clock[0] = next;
         this.#lastProgress = performance.now();
         continue;
@@ -290,24 +318,25 @@ export class Coordinator {
   }
 
   /** Wait for a signal, at most `ms` (and never past the point the simulation counts as stuck). */
-  #wait(ms = Infinity): Promise<void> {
+  /** Whether a signal ended the wait (else the time ran out). */
+  #wait(ms = Infinity): Promise<boolean> {
     if (this.#signalled) {
       this.#signalled = false;
       this.#lastProgress = performance.now();
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     const left = this.#stuckAfterMs - (performance.now() - this.#lastProgress);
     const bound = Math.max(1, Math.min(ms, left + 1));
-    return new Promise<void>((resolve) => {
+    return new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
         this.#wake = null;
-        resolve();
+        resolve(false);
       }, bound);
       this.#wake = () => {
         clearTimeout(timer);
         // Something outside the steps happened (real work ended, a thread started): progress.
         this.#lastProgress = performance.now();
-        resolve();
+        resolve(true);
       };
     });
   }
@@ -332,6 +361,7 @@ export class Coordinator {
       if (state.ready > 0) parts.push(`${state.ready} ready callback(s)`);
       if (state.holds > 0) parts.push(`${state.holds} future(s) waiting for work outside the simulation`);
       if (state.jobs > 0) parts.push(`${state.jobs} pool job(s) running`);
+      if (state.io > 0) parts.push(`${state.io} open connection(s), pipe(s) or subprocess(es)`);
       if (parts.length > 0) lines.push(`  ${gate.name}: ${parts.join(', ')}`);
     }
     for (const path of this.#expected.keys()) lines.push(`  thread ${path}: starting`);
@@ -348,6 +378,18 @@ export class Coordinator {
     }
     return `the simulation is deadlocked: nothing can run, nothing is in flight and no timer is set; the waiting tasks:\n${lines.join('\n')}`;
   }
+}
+
+/**
+ * Whether a socket of the simulation has written bytes that its peer, a socket of the simulation
+ * too, has not read yet (they are in the kernel, on their way).
+ */
+function bytesOnTheirWay(sockets: ReadonlyMap<string, SocketCounts>): boolean {
+  for (const socket of sockets.values()) {
+    const peer = sockets.get(`${socket.remote}>${socket.local}`);
+    if (peer !== undefined && peer.reading && socket.written > peer.read) return true;
+  }
+  return false;
 }
 
 /** Order of gate paths: 'main' first, then by their numbers ('2' before '10', '1' before '1.1'). */
