@@ -15,6 +15,7 @@ import { pipeWorkloads } from './pipes.js';
 import { poolWorkloads } from './pool.js';
 import { monitorWorkloads } from './monitor.js';
 import { onePortWorkloads } from './one-port.js';
+import { simulateWorkloads } from './simulate.js';
 import { startupWorkloads } from './startup.js';
 import { threadWorkloads } from './threads.js';
 import { threadQueueWorkloads } from './thread-queue.js';
@@ -43,6 +44,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['health', healthWorkloads],
   ['monitor', monitorWorkloads],
   ['weight', weightWorkloads],
+  ['simulate', simulateWorkloads],
 ];
 
 const header = `multiloop bench — Node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), medians of several runs`;

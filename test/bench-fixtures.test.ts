@@ -1,7 +1,9 @@
 /**
  * The echo servers of the I/O bench (bench/fixtures/echo-server.ts, built into dist/) echo every
  * byte, whatever their kind: a bench row of a server that drops or mangles bytes would measure
- * nothing. Each runs in a process of its own, as the bench runs it.
+ * nothing. Each runs in a process of its own, as the bench runs it. The programs of the simulate
+ * bench (bench/simulate.ts, built) fire every timer and deliver every item, under simulate() and
+ * under run(), at smaller sizes than the bench's.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 
 const SERVER = fileURLToPath(new URL('../dist/bench/fixtures/echo-server.js', import.meta.url));
 const ONE_PORT = fileURLToPath(new URL('../dist/bench/fixtures/one-port-server.js', import.meta.url));
+const SIMULATE_BENCH = new URL('../dist/bench/simulate.js', import.meta.url).href;
 const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
 const hasReusePort = process.platform === 'linux' && (major > 22 || (major === 22 && minor >= 12));
 
@@ -76,4 +79,30 @@ describe('the servers of the one-port bench', () => {
     const [code] = (await once(child, 'exit')) as [number];
     expect({ code, stderr: stderr.trim() }).toEqual({ code: 2, stderr: 'usage: one-port-server.js pool|cluster <n>, got pool many' });
   });
+});
+
+describe('the programs of the simulate bench', () => {
+  /** The built bench module: its LoopThreads host the built service, as `npm run bench` runs them. */
+  const bench = async (): Promise<typeof import('../bench/simulate.js')> => (await import(SIMULATE_BENCH)) as typeof import('../bench/simulate.js');
+
+  it('fires every timer of the three threads on the virtual clock, and in real time', async () => {
+    const { hour, realTime, simulated } = await bench();
+    const virtual = await simulated((started) => hour(20, started), 5);
+    expect(virtual.value).toEqual({ fired: 60, times: [20, 20, 20] });
+    expect(virtual.virtualTime).toBe(20);
+    const real = await realTime((started) => hour(1, started));
+    expect(real.value.fired).toBe(3);
+  }, 60_000);
+
+  for (const maxsize of [0, 1]) {
+    it(`delivers every item of the pipeline once (maxsize ${maxsize}), under simulate() and under run()`, async () => {
+      const { pipeline, realTime, simulated } = await bench();
+      const virtual = await simulated((started) => pipeline(300, maxsize, started), 7);
+      expect(virtual.value).toBe((300 * 299) / 2);
+      // No sleeps: nothing moves the clock.
+      expect(virtual.virtualTime).toBe(0);
+      const real = await realTime((started) => pipeline(300, maxsize, started));
+      expect(real.value).toBe((300 * 299) / 2);
+    }, 60_000);
+  }
 });
