@@ -8,6 +8,7 @@ import { availableParallelism, cpus } from 'node:os';
 import { coreWorkloads } from './core.js';
 import { bullmqWorkloads } from './bullmq.js';
 import { busyWorkloads } from './busy.js';
+import { contextWorkloads } from './context.js';
 import { executorWorkloads } from './executor.js';
 import { healthWorkloads } from './health.js';
 import { ioWorkloads } from './io.js';
@@ -33,6 +34,7 @@ const suites: Array<[string, (log: (line: string) => void) => Promise<Row[]>]> =
   ['toolkit', toolkitWorkloads],
   ['threads', threadWorkloads],
   ['busy', busyWorkloads],
+  ['context', contextWorkloads],
   ['pool', poolWorkloads],
   ['queue', threadQueueWorkloads],
   ['startup', startupWorkloads],

@@ -106,3 +106,32 @@ describe('the programs of the simulate bench', () => {
     }, 60_000);
   }
 });
+
+describe('the context bench (bench/context-child.ts, built)', () => {
+  const CHILD = fileURLToPath(new URL('../dist/bench/context-child.js', import.meta.url));
+
+  /** What a side of the context bench prints, and how it exited. */
+  async function side(name: string): Promise<{ code: number | null; out: string }> {
+    const child = spawn(process.execPath, [CHILD, name], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    return { code, out };
+  }
+
+  it('makes its round trips with nothing registered, and with the store arriving at every call', { timeout: 60_000 }, async () => {
+    for (const name of ['plain', 'store']) {
+      const { code, out } = await side(name);
+      expect(code).toBe(0);
+      // The store side's service throws at any call whose store did not arrive: a p50 means all did.
+      expect((JSON.parse(out) as { p50: number }).p50).toBeGreaterThan(0);
+    }
+  });
+
+  it('refuses a side it does not know', async () => {
+    const { code, out } = await side('other');
+    expect(code).not.toBe(0);
+    expect(out).toMatch(/context-child: plain or store, got other/);
+  });
+});
