@@ -134,11 +134,11 @@ describe('src/index.ts', () => {
 });
 
 describe('multiloop/testing', () => {
-  it('exports the virtual clock loop, through the package name too', async () => {
+  it('exports the virtual clock loop and the simulation, through the package name too', async () => {
     const testing = await import('../src/testing/index.js');
-    expect(Object.keys(testing).sort()).toEqual(['VirtualClockLoop']);
+    expect(Object.keys(testing).sort()).toEqual(['SimulatedFault', 'SimulationError', 'VirtualClockLoop', 'explore', 'simulate']);
     const viaPackage = (await import('multiloop/testing')) as Record<string, unknown>;
-    expect(typeof viaPackage.VirtualClockLoop).toBe('function');
+    for (const name of ['VirtualClockLoop', 'simulate', 'explore', 'SimulationError', 'SimulatedFault']) expect(typeof viaPackage[name]).toBe('function');
   });
 });
 

@@ -219,6 +219,8 @@ class WorkerGate implements LoopGate {
     readonly port: MessagePort,
   ) {
     port.on('message', (message: Down) => this.#onMessage(message));
+    // The simulation is over (or its thread gone) even if its word 'end' never came.
+    port.on('close', () => this.#end());
     // The thread lives as long as its loop and links keep it; its loop closed, it leaves.
     port.unref();
     loop._addCloseHook(() => port.close());
@@ -255,11 +257,16 @@ class WorkerGate implements LoopGate {
         });
         break;
       case 'end':
-        this.loop._ungate();
+        this.#end();
         this.port.close();
-        setSimulation(null);
         break;
     }
+  }
+
+  /** The simulation is over: the loop goes on in real time, and this thread's hooks go. */
+  #end(): void {
+    this.loop._ungate();
+    setSimulation(null);
   }
 
   /** Join the simulation: from now on the loop runs only when the coordinator says. */

@@ -173,8 +173,8 @@ export class Coordinator {
   join(gate: GateHandle): void {
     this.#lastProgress = performance.now();
     this.#expected.delete(gate.path);
-    this.#gates.push(gate);
-    this.#gates.sort((a, b) => comparePaths(a.path, b.path));
+    // A new array: a poll under way (over the old one) sees that the gates changed.
+    this.#gates = [...this.#gates, gate].sort((a, b) => comparePaths(a.path, b.path));
     this.signal();
   }
 
