@@ -1027,16 +1027,14 @@ export class EventLoop {
       target = this.#defaultExecutor ??= createDefaultExecutor();
     }
     const sim = simulation;
-    if (sim !== null) {
-      const fault = sim.jobFault(caller);
-      if (fault !== null) {
-        const failed = this.createFuture<R>();
-        failed.setException(fault);
-        return failed;
-      }
-      return wrapFuture<R>(sim.job(target.submit<A, R>(checked, ...args)), { loop: this });
+    const fault = sim === null ? null : sim.jobFault(caller);
+    if (fault !== null) {
+      const failed = this.createFuture<R>();
+      failed.setException(fault);
+      return failed;
     }
-    return wrapFuture<R>(target.submit<A, R>(checked, ...args), { loop: this });
+    const submitted = target.submit<A, R>(checked, ...args);
+    return wrapFuture<R>(sim === null ? submitted : sim.job(submitted), { loop: this });
   }
 
   /**

@@ -135,13 +135,13 @@ export async function simulate<T>(main: () => Coroutine<T>, options: SimulationO
     }
     if (halt !== null) {
       const time = coordinator.clock[0] as number;
-      const running = halt.kind === 'stuck' ? await coordinator.describeRunning() : '';
+      const stillRunning = halt.kind === 'stuck' ? await coordinator.describeRunning() : '';
       // Every loop drives itself again, in real time, to end: run() cancels what is left and closes it.
       coordinator.endThreads();
       loop._ungate();
       if (loop.isRunning()) loop.stop();
       await Promise.race([done, new Promise((resolve) => setTimeout(resolve, TEARDOWN_MS).unref())]);
-      throw new SimulationError(`simulation (seed ${seed}) failed at virtual time ${time}: ${halt.message}${running}`, seed, time);
+      throw new SimulationError(`simulation (seed ${seed}) failed at virtual time ${time}: ${halt.message}${stillRunning}`, seed, time);
     }
     await done;
     const settled = outcome as { ok: true; value: T } | { ok: false; error: unknown } | null;
