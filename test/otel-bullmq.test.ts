@@ -4,35 +4,19 @@
  * job starts is a child of the caller's span, in its trace; with spans on both sides, a CLIENT
  * span here and a SERVER span in the worker, `multiloop call <export>`.
  */
-import { context, SpanKind, trace, type Span } from '@opentelemetry/api';
+import { context, SpanKind, trace } from '@opentelemetry/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BullMQExecutor } from '../src/bullmq.js';
 import { propagateTraceContext } from '../src/otel/index.js';
 import { workerFn } from '../src/worker-fn.js';
-// @ts-expect-error: a JavaScript fixture without types
-import { describeSpan, finishedSpans, tracer } from './fixtures/otel-sdk.mjs';
 import { killWorker, resultOf, startRedis, startWorker, type RedisServer, type WorkerProcess } from './helpers/redis.js';
 import { needProgram } from './helpers/system.js';
+import { describe_, finished, spanTracer, type WhoAmI } from './helpers/otel.js';
 
 const SERVICE = './test/fixtures/otel-service.mjs';
 const whoAmI = workerFn<[], WhoAmI>(SERVICE, 'whoAmI');
 const whoAmILater = workerFn<[], WhoAmI>(SERVICE, 'whoAmILater');
 
-interface Described {
-  name?: string;
-  kind?: number;
-  remote?: true;
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string | null;
-}
-interface WhoAmI {
-  active: Described | null;
-  mine: Described;
-}
-const describe_ = describeSpan as (span: Span | undefined) => Described;
-const finished = finishedSpans as () => Described[];
-const spanTracer = tracer as ReturnType<typeof trace.getTracer>;
 
 const hasRedis = needProgram('redis-server', 'apt-get install redis-server', 'the BullMQ OpenTelemetry tests');
 

@@ -12,7 +12,7 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   ContextVar,
@@ -32,29 +32,11 @@ import {
 } from '../src/index.js';
 import { runInCarriedStores } from '../src/internal/travel.js';
 import { propagateTraceContext } from '../src/otel/index.js';
-// @ts-expect-error: a JavaScript fixture without types
-import { describeSpan, exporter, finishedSpans, tracer } from './fixtures/otel-sdk.mjs';
+import { describe_, exporter, finished, spanTracer, type Described, type WhoAmI } from './helpers/otel.js';
 
 const SERVICE = new URL('./fixtures/otel-service.mjs', import.meta.url);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-interface Described {
-  name?: string;
-  kind?: number;
-  remote?: true;
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string | null;
-  status?: number;
-  links?: Array<{ traceId: string; spanId: string }>;
-}
-interface WhoAmI {
-  active: Described | null;
-  mine: Described;
-}
-const describe_ = describeSpan as (span: Span | undefined) => Described;
-const finished = finishedSpans as () => Described[];
-const spanTracer = tracer as ReturnType<typeof trace.getTracer>;
 
 /** Call `make()` inside a new span 'caller' of this thread; the span ends after the call settled. */
 function* inSpan<T>(make: () => Future<T>): Coroutine<{ value: T; caller: Described }> {
