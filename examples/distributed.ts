@@ -9,22 +9,18 @@
  *
  * Run: npm run example:distributed
  */
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
   BullMQExecutor,
-  DEVNULL,
   PIPE,
   createSubprocessExec,
-  ensureFuture,
   getRunningLoop,
-  openConnection,
   run,
-  sleep,
   workerFn,
   type Coroutine,
   type Process,
 } from '../src/index.js';
+import { startRedis } from './redis-server.js';
 
 const JOBS = 10_000;
 const KILL_AFTER = 2_500;
@@ -32,32 +28,6 @@ const KILL_AFTER = 2_500;
 const ROOT = fileURLToPath(new URL('.', import.meta.url));
 const WORKER = fileURLToPath(new URL('../bin/multiloop.js', import.meta.url));
 const score = workerFn<[number], { i: number; checksum: number; pid: number }>('./jobs/score.js', 'score');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Start redis-server on `port`, persistence off, and wait until it accepts connections. */
-function* startRedis(port: number): Coroutine<Process> {
-  const redis = yield* createSubprocessExec('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdout: DEVNULL,
-  });
-  for (;;) {
-    try {
-      const [, writer] = yield* openConnection('127.0.0.1', port);
-      writer.close();
-      return redis;
-    } catch {
-      yield* sleep(0.02);
-    }
-  }
-}
 
 /** Start a worker process serving the default queue; returns once it takes jobs. */
 function* startWorker(url: string): Coroutine<Process> {
@@ -72,9 +42,8 @@ function* startWorker(url: string): Coroutine<Process> {
 
 function* main(): Coroutine<void> {
   const loop = getRunningLoop();
-  const port = yield* ensureFuture(freePort());
+  const { redis, port } = yield* startRedis();
   const url = `redis://127.0.0.1:${port}`;
-  const redis = yield* startRedis(port);
   const workers = [yield* startWorker(url), yield* startWorker(url)];
   const [victim, survivor] = workers as [Process, Process];
   console.log(`redis-server on 127.0.0.1:${port}; workers ${victim.pid} and ${survivor.pid}`);

@@ -12,28 +12,24 @@
  * Run: npm run example:otel
  */
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { context, trace } from '@opentelemetry/api';
 import {
   BullMQExecutor,
-  DEVNULL,
   LoopThread,
   PIPE,
   createSubprocessExec,
-  ensureFuture,
   gather,
   getRunningLoop,
-  openConnection,
   run,
-  sleep,
   workerFn,
   type Coroutine,
   type Future,
   type Process,
 } from '../src/index.js';
 import { finishedSpans, tracer, type SpanRecord } from './otel/tracing.js';
+import { startRedis } from './redis-server.js';
 
 /** Workers resolve `./otel/ship.js` from the directory of this (built) example. */
 const ROOT = fileURLToPath(new URL('.', import.meta.url));
@@ -45,31 +41,9 @@ function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, command)));
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** redis-server on a free port (persistence off) and a worker process serving its default queue. */
 function* startShipping(): Coroutine<{ url: string; redis: Process; worker: Process }> {
-  const port = yield* ensureFuture(freePort());
-  const redis = yield* createSubprocessExec('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdout: DEVNULL,
-  });
-  for (;;) {
-    try {
-      const [, writer] = yield* openConnection('127.0.0.1', port);
-      writer.close();
-      break;
-    } catch {
-      yield* sleep(0.02);
-    }
-  }
+  const { redis, port } = yield* startRedis();
   const url = `redis://127.0.0.1:${port}`;
   const worker = yield* createSubprocessExec(process.execPath, [WORKER, 'worker', '--connection', url, '--root', ROOT, '--allow', './otel/ship.js'], {
     stdout: PIPE,
