@@ -125,7 +125,7 @@ describe('simulate(): one virtual clock for every loop of every thread', () => {
     expect(poolRuns[1]).toEqual(poolRuns[0]);
   });
 
-  it('reaches different orders under different seeds', async () => {
+  it('reaches different orders under different seeds', { timeout: 120_000 }, async () => {
     const outcomes = new Set<string>();
     const orders = new Set<string>();
     for (let seed = 1; seed <= 60 && (outcomes.size < 2 || orders.size < 2); seed++) {
@@ -315,7 +315,7 @@ describe('simulate(): failures name the seed and the virtual time', () => {
 });
 
 describe('explore(): many seeds, the failing ones reproduced', () => {
-  it('finds the lost update between two LoopThreads, and its seed replays it', async () => {
+  it('finds the lost update between two LoopThreads, and its seed replays it', { timeout: 120_000 }, async () => {
     // A list of seeds: the same runs on every machine and Node (a count starts from a random seed).
     const found = await explore(racyIncrements(0), { seeds: Array.from({ length: 16 }, (_, i) => i + 1) });
     expect(found.runs).toBe(16);
