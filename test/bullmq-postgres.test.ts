@@ -110,7 +110,10 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
     expect(back.date).toEqual(value.date);
     expect(Object.is(back.negZero, -0)).toBe(true);
 
-    await resultOf(made.submit(add, 0, 0));
+    // Packing follows the run time measured for add; its first run alone (the probe) may be slow
+    // on a loaded machine (a Node 20 CI run sent this burst as 223 jobs). Taught, as the Redis
+    // test does, until 40 calls go as one job: four times below what the bound needs.
+    await teachBurst(made, () => Array.from({ length: 40 }, (_, i) => made.submit(add, i, 0)));
     const before = made.statistics();
     const results = await Promise.all(Array.from({ length: 2000 }, (_, i) => resultOf(made.submit(add, i, 1))));
     expect(results).toEqual(Array.from({ length: 2000 }, (_, i) => i + 1));
@@ -119,7 +122,7 @@ describe.runIf(hasPostgres)('BullMQ on PostgreSQL', () => {
     expect(after.jobsSent - before.jobsSent).toBeLessThanOrEqual(200);
     expect(after.completed - before.completed).toBe(2000);
     expect([after.queueSize, after.inFlight, after.cancelled, after.resent]).toEqual([0, 0, 0, 0]);
-    expect(String(made)).toMatch(/^<BullMQExecutor queue='main' postgres=127\.0\.0\.1:\d+ queued=0 in_flight=0 completed=2003>$/);
+    expect(String(made)).toMatch(new RegExp(String.raw`^<BullMQExecutor queue='main' postgres=127\.0\.0\.1:\d+ queued=0 in_flight=0 completed=${after.completed}>$`));
     // The marks of completed jobs go with them.
     await until(async () => (await postgres.query('SELECT 1 FROM bullmq.multiloop_call_marks')).length === 0, 'the marks are gone');
   }, 30_000);
