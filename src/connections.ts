@@ -505,6 +505,12 @@ export class Server implements TransportOwner, LoopResource {
     return typeof address === 'string' ? address : [address.address, address.port];
   }
 
+  /** @internal Where it listens, as `host:port` (null: closed, or a Unix socket). */
+  _listeningOn(): string | null {
+    const address = this.address();
+    return Array.isArray(address) ? `${address[0]}:${address[1]}` : null;
+  }
+
   /** Stop listening; open connections stay open. Idempotent. */
   close(): void {
     if (!this.#open) return;

@@ -58,6 +58,8 @@ export interface LoopResource {
   _closeAtLoopClose(): void;
   /** True for what only waits for others to come (a listening server): no I/O of its own is under way. */
   readonly _listens?: boolean;
+  /** A listening TCP server's `host:port` (null: closed, or not TCP). */
+  _listeningOn?(): string | null;
 }
 
 const openOnLoop = new WeakMap<EventLoop, Set<LoopResource>>();
@@ -85,20 +87,26 @@ export function _trackOpen(loop: EventLoop, resource: LoopResource): void {
 /**
  * @internal How many of the loop's open resources may have I/O under way (connections, pipes,
  * subprocesses; not listening servers): a simulation's clock waits a moment for them before it jumps.
+ * Also the TCP sockets among them, and where the loop's TCP servers listen (`host:port`).
  */
-export function _openIo(loop: EventLoop): { count: number; sockets: ByteCounts[] } {
+export function _openIo(loop: EventLoop): { count: number; sockets: ByteCounts[]; listening: string[] } {
   let count = 0;
   const sockets: ByteCounts[] = [];
+  const listening: string[] = [];
   const open = openOnLoop.get(loop);
   if (open !== undefined) {
     for (const resource of open) {
-      if (resource._listens === true) continue;
+      if (resource._listens === true) {
+        const at = resource._listeningOn?.() ?? null;
+        if (at !== null) listening.push(at);
+        continue;
+      }
       count++;
       const counts = resource instanceof Transport ? resource._byteCounts() : null;
       if (counts !== null) sockets.push(counts);
     }
   }
-  return { count, sockets };
+  return { count, sockets, listening };
 }
 
 /** @internal A TCP socket's endpoints and byte counts (see Transport._byteCounts). */

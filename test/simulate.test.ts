@@ -17,6 +17,7 @@ import { toThread } from '../src/threads.js';
 import { workerFn } from '../src/worker-fn.js';
 import { ensureFuture } from '../src/task.js';
 import { SimulatedFault, SimulationError, explore, simulate, type SimulationEvent } from '../src/testing/index.js';
+import { notAcceptedYet, type SocketCounts } from '../src/internal/testing/coordinator.js';
 
 const SERVICE = new URL('./fixtures/sim-service.mjs', import.meta.url);
 const add = workerFn<[number, number], number>(new URL('./fixtures/pool-math.mjs', import.meta.url), 'add');
@@ -183,6 +184,23 @@ describe('simulate(): real I/O runs in real time, and the clock waits for it', (
     }
     const result = await simulate(main, { seed: 4 });
     expect(result.value).toEqual({ answer: 'PING\n', at: 3 });
+  });
+});
+
+describe("simulate(): a connection its server has not taken in holds the clock", () => {
+  const socket = (local: string, remote: string): [string, SocketCounts] => [`${local}>${remote}`, { local, remote, written: 5, read: 0, reading: true }];
+
+  it('until a socket of the simulation is its peer, when it goes to a server of the simulation', () => {
+    const client = socket('127.0.0.1:50000', '127.0.0.1:4000');
+    const server = socket('127.0.0.1:4000', '127.0.0.1:50000');
+    expect(notAcceptedYet(new Map([client]), new Set(['127.0.0.1:4000']))).toBe(true);
+    expect(notAcceptedYet(new Map([client, server]), new Set(['127.0.0.1:4000']))).toBe(false);
+    // A server on every address takes local connections; a connection elsewhere is not its.
+    expect(notAcceptedYet(new Map([client]), new Set(['0.0.0.0:4000']))).toBe(true);
+    expect(notAcceptedYet(new Map([socket('::1:50000', '::1:4000')]), new Set([':::4000']))).toBe(true);
+    expect(notAcceptedYet(new Map([socket('10.0.0.2:50000', '10.0.0.9:4000')]), new Set(['0.0.0.0:4000']))).toBe(false);
+    expect(notAcceptedYet(new Map([client]), new Set(['127.0.0.1:4001']))).toBe(false);
+    expect(notAcceptedYet(new Map([client]), new Set())).toBe(false);
   });
 });
 

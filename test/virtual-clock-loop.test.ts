@@ -10,7 +10,8 @@ import { TimeoutError } from '../src/exceptions.js';
 import { getRunningLoop } from '../src/events.js';
 import { LoopThread } from '../src/loop-thread.js';
 import { run } from '../src/runners.js';
-import { openConnection } from '../src/streams.js';
+import { openConnection, startServer } from '../src/streams.js';
+import { createSubprocessExec } from '../src/subprocess.js';
 import { sleep, waitFor } from '../src/tasks.js';
 import { VirtualClockLoop } from '../src/testing/index.js';
 import { toThread } from '../src/threads.js';
@@ -137,6 +138,30 @@ describe('VirtualClockLoop', () => {
       );
       expect(outcome.error).toBeInstanceOf(TimeoutError);
       expect(outcome.at).toBe(7);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('waits for a connect, a bind and a spawn under way: they always end, in real time', async () => {
+    const server = createServer((socket) => socket.end('hello'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const outcome = await virtual(
+        (function* () {
+          // Nothing else can run while these are under way: without the hold, each timeout fired first.
+          const [reader, writer] = yield* waitFor(openConnection('127.0.0.1', port), 3);
+          const greeting = new TextDecoder().decode(yield* reader.read(10));
+          writer.close();
+          const own = yield* waitFor(startServer(() => undefined, '127.0.0.1', 0), 3);
+          own.close();
+          const child = yield* waitFor(createSubprocessExec(process.execPath, ['-e', '0']), 3);
+          const code = yield* child.wait();
+          return { greeting, code, at: getRunningLoop().time() };
+        })(),
+      );
+      expect(outcome).toEqual({ greeting: 'hello', code: 0, at: 0 });
     } finally {
       server.close();
     }

@@ -137,7 +137,7 @@ export class RemoteGate implements GateHandle {
   }
 
   poll(): Promise<GateState> {
-    return this.#request({ op: 'poll', id: 0 }, { running: false, ready: 0, nextTimer: Infinity, holds: 0, jobs: 0, io: 0, sockets: [], held: [] } satisfies GateState);
+    return this.#request({ op: 'poll', id: 0 }, { running: false, ready: 0, nextTimer: Infinity, holds: 0, jobs: 0, io: 0, sockets: [], listening: [], held: [] } satisfies GateState);
   }
 
   step(key: string | null): Promise<StepReport> {

@@ -108,7 +108,7 @@ export class SimulatedLoop extends EventLoop {
     // By name, not by which arrived first: that order is real time's.
     held.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const io = _openIo(this);
-    return { running: state.running, ready: state.ready, nextTimer: state.nextTimer, holds: state.holds, jobs, io: io.count, sockets: io.sockets, held };
+    return { running: state.running, ready: state.ready, nextTimer: state.nextTimer, holds: state.holds, jobs, io: io.count, sockets: io.sockets, listening: io.listening, held };
   }
 
   /** @internal Deliver `key`'s first held batch (null: none) and run one iteration. */

@@ -24,7 +24,8 @@ export interface VirtualClockLoopOptions {
  *
  * What else the loop may wait for holds the clock: a Promise a task awaits, another thread's
  * Future (runInExecutor, toThread, wrapFuture), a call to a LoopThread not answered yet. Those
- * run in real time and the clock waits for them. Sockets do not hold it (a server that waits
+ * run in real time and the clock waits for them; so do a connect, a bind and a subprocess's spawn
+ * under way (they always end). Open sockets do not hold it (a server that waits
  * for clients would stop the clock for ever): a timeout around a read fires as soon as nothing
  * else can run. LoopThreads and pools keep their own real clocks; `simulate()` puts every loop of
  * every thread on one virtual clock.

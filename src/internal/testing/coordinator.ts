@@ -10,8 +10,9 @@
  * clock jumps to the earliest timer or delivery of any loop; when nothing ever can, the
  * simulation is deadlocked.
  *
- * What happens outside the simulation (a Promise a task awaits, a pool job, a thread starting)
- * holds the clock; pool jobs and starting or dying threads also hold every choice until they are
+ * What happens outside the simulation (a Promise a task awaits, a pool job, a thread starting, a
+ * connect under way) holds the clock, and so does a connection a server of the simulation has not
+ * taken in yet (for REAL_WORK_GRACE_MS at most); pool jobs and starting or dying threads also hold every choice until they are
  * done, for the order in which they end is real time's. Open connections, pipes and subprocesses
  * hold the clock for IO_QUIET_MS before each jump (what a loop wrote to another arrives within
  * it), and for good when nothing else is left (then the simulation may end as stuck, never as
@@ -35,6 +36,8 @@ export interface GateState {
   readonly io: number;
   /** The TCP sockets among them: endpoints and byte counts. */
   readonly sockets: readonly SocketCounts[];
+  /** Where its TCP servers listen (`host:port`). */
+  readonly listening: readonly string[];
   /** Batches held, per source, in the gate's order of sources. */
   readonly held: readonly HeldSource[];
 }
@@ -141,6 +144,8 @@ export class Coordinator {
   #finished = false;
   #lastProgress = performance.now();
   #jobsSince = -1;
+  /** Since when (real ms) a connection to a server of the simulation waits to be accepted (-1: none does). */
+  #acceptSince = -1;
 
   constructor(seed: number, start: number, faults: CoordinatorFaults, stuckAfter: number) {
     this.#prng = new Prng(seed);
@@ -229,6 +234,7 @@ export class Coordinator {
       let jobs = 0;
       let io = 0;
       const sockets = new Map<string, SocketCounts>();
+      const listening = new Set<string>();
       let next = Infinity;
       let mainRunning = false;
       for (let i = 0; i < gates.length; i++) {
@@ -238,6 +244,7 @@ export class Coordinator {
         jobs += state.jobs;
         io += state.io;
         for (const socket of state.sockets) sockets.set(`${socket.local}>${socket.remote}`, socket);
+        for (const at of state.listening) listening.add(at);
         if (!state.running) continue;
         if (gate.path === 'main') mainRunning = true;
         if (state.ready > 0 || state.nextTimer <= now + RESOLUTION) options.push({ gate, key: null, calls: false });
@@ -274,6 +281,18 @@ export class Coordinator {
       if (holds > 0 || jobs > 0 || !mainRunning || (io > 0 && next === Infinity) || bytesOnTheirWay(sockets)) {
         await this.#wait();
         continue;
+      }
+      // A connection its server has not taken in yet (that comes in real time) holds the clock,
+      // up to REAL_WORK_GRACE_MS: what the server does with it may come before the next timer.
+      if (notAcceptedYet(sockets, listening)) {
+        if (this.#acceptSince < 0) this.#acceptSince = performance.now();
+        const left = REAL_WORK_GRACE_MS - (performance.now() - this.#acceptSince);
+        if (left > 0) {
+          await this.#wait(left);
+          continue;
+        }
+      } else {
+        this.#acceptSince = -1;
       }
       if (next < Infinity) {
         // Real I/O may be under way: the clock waits a moment for what it brings.
@@ -384,6 +403,25 @@ export class Coordinator {
  * Whether a socket of the simulation has written bytes that its peer, a socket of the simulation
  * too, has not read yet (they are in the kernel, on their way).
  */
+/**
+ * Whether a socket connected to a server of the simulation (`listening`: `host:port`, a wildcard
+ * host for every local address) has no peer among the simulation's sockets yet: the server has
+ * not taken it in.
+ */
+export function notAcceptedYet(sockets: ReadonlyMap<string, SocketCounts>, listening: ReadonlySet<string>): boolean {
+  if (listening.size === 0) return false;
+  for (const socket of sockets.values()) {
+    if (sockets.has(`${socket.remote}>${socket.local}`)) continue;
+    if (listening.has(socket.remote)) return true;
+    const colon = socket.remote.lastIndexOf(':');
+    const host = socket.remote.slice(0, colon);
+    const port = socket.remote.slice(colon + 1);
+    const local = host === socket.local.slice(0, socket.local.lastIndexOf(':')) || host.startsWith('127.') || host === '::1' || host === '::ffff:127.0.0.1';
+    if (local && (listening.has(`0.0.0.0:${port}`) || listening.has(`:::${port}`))) return true;
+  }
+  return false;
+}
+
 function bytesOnTheirWay(sockets: ReadonlyMap<string, SocketCounts>): boolean {
   for (const socket of sockets.values()) {
     const peer = sockets.get(`${socket.remote}>${socket.local}`);
