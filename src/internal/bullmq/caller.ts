@@ -510,11 +510,18 @@ export class CallerEngine implements OutcomeSink, ChannelEvents {
 
   // ───────────────────────────── measuring ─────────────────────────────
 
+  /**
+   * Take in a run time the workers measured. The estimate falls halfway to a shorter run at once,
+   * and rises by an eighth of the way to a longer one: a run time is wall time, and one call of
+   * a worker the machine paused (a loaded machine, a GC) would otherwise double it and split the
+   * next bursts into many jobs. A function that did become slower still shows it within a job:
+   * each of its calls reports a run time.
+   */
   #learn(key: string, ms: number): void {
     const measured = Math.max(ms, 1e-6);
     const old = this.#estimates.get(key);
     if (old === undefined && this.#estimates.size >= 1024) this.#estimates.clear();
-    this.#estimates.set(key, old === undefined ? measured : (old + measured) / 2);
+    this.#estimates.set(key, old === undefined ? measured : measured < old ? (old + measured) / 2 : old + (measured - old) / 8);
     if (this.#probes.has(key)) this.#endProbe(key);
   }
 
