@@ -5,7 +5,7 @@
  *
  * Run: npm run build && node dist/examples/chaining.js
  */
-import { LoopThread, TimeoutError, gather, getRunningLoop, run, waitFor, type Coroutine } from '../src/index.js';
+import { LoopThread, TimeoutError, gather, getRunningLoop, run, waitFor, type Coroutine } from 'multiloop';
 
 function* main(): Coroutine<void> {
   // Set once the inventory thread's audit has run its finally block (it reports back here).

@@ -19,7 +19,7 @@ import {
   workerFn,
   type Coroutine,
   type Process,
-} from '../src/index.js';
+} from 'multiloop';
 import { startRedis } from './redis-server.js';
 
 const JOBS = 10_000;

@@ -5,7 +5,7 @@
  *
  * Run: npm run example:echo
  */
-import { LoopThread, PIPE, createSubprocessExec, ensureFuture, gather, openConnection, run, type Coroutine } from '../src/index.js';
+import { LoopThread, PIPE, createSubprocessExec, ensureFuture, gather, openConnection, run, type Coroutine } from 'multiloop';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

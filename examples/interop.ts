@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as Comlink from 'comlink';
-import { TimeoutError, ensureFuture, fromAbortable, getRunningLoop, run, toThread, waitFor, workerFn, type Coroutine } from '../src/index.js';
+import { TimeoutError, ensureFuture, fromAbortable, getRunningLoop, run, toThread, waitFor, workerFn, type Coroutine } from 'multiloop';
 
 const indexBlocks = workerFn<[number, number, (done: number, total: number) => void], string>(
   new URL('./jobs/index-files.js', import.meta.url),

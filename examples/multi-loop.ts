@@ -4,7 +4,7 @@
  *
  * Run: npm run build && node dist/examples/multi-loop.js
  */
-import { LoopThread, gather, run, type Coroutine } from '../src/index.js';
+import { LoopThread, gather, run, type Coroutine } from 'multiloop';
 
 function* main(): Coroutine<void> {
   const inventory = yield* LoopThread.start(new URL('./services/inventory.js', import.meta.url), {

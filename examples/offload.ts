@@ -4,7 +4,7 @@
  *
  * Run: npm run build && node dist/examples/offload.js
  */
-import { gather, getRunningLoop, run, sleep, toThread, workerFn, type Coroutine } from '../src/index.js';
+import { gather, getRunningLoop, run, sleep, toThread, workerFn, type Coroutine } from 'multiloop';
 
 const crunch = workerFn<[number, number], number>(new URL('./jobs/crunch.js', import.meta.url), 'crunch');
 

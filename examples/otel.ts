@@ -27,7 +27,7 @@ import {
   type Coroutine,
   type Future,
   type Process,
-} from '../src/index.js';
+} from 'multiloop';
 import { finishedSpans, tracer, type SpanRecord } from './otel/tracing.js';
 import { startRedis } from './redis-server.js';
 

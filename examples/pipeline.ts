@@ -8,7 +8,7 @@
  *
  * Run: npm run example:pipeline
  */
-import { LoopThread, LoopThreadPool, RuntimeError, TaskGroup, ThreadQueue, pstree, run, sleep, timeout, type Coroutine } from '../src/index.js';
+import { LoopThread, LoopThreadPool, RuntimeError, TaskGroup, ThreadQueue, pstree, run, sleep, timeout, type Coroutine } from 'multiloop';
 import type { Totals } from './services/pipeline-aggregator.js';
 import { runId, type Order, type Priced } from './services/pipeline-stage.js';
 

@@ -3,7 +3,7 @@
  * 127.0.0.1, persistence off.
  */
 import { createServer } from 'node:net';
-import { DEVNULL, createSubprocessExec, ensureFuture, openConnection, sleep, type Coroutine, type Process } from '../src/index.js';
+import { DEVNULL, createSubprocessExec, ensureFuture, openConnection, sleep, type Coroutine, type Process } from 'multiloop';
 
 /** A TCP port free on 127.0.0.1 now. */
 export function freePort(): Promise<number> {

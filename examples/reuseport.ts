@@ -8,7 +8,7 @@
  * Run: npm run example:reuseport
  */
 import { availableParallelism } from 'node:os';
-import { LoopThreadPool, gather, openConnection, run, type Coroutine } from '../src/index.js';
+import { LoopThreadPool, gather, openConnection, run, type Coroutine } from 'multiloop';
 
 const REQUESTS = 200;
 const AT_ONCE = 8;

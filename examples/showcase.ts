@@ -26,7 +26,7 @@ import {
   workerFn,
   type Coroutine,
   type Task,
-} from '../src/index.js';
+} from 'multiloop';
 
 const JOBS = 24;
 const JOB_MS = 60;

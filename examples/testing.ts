@@ -6,8 +6,8 @@
  *
  * Run: npm run example:testing
  */
-import { LoopThread, gather, sleep, type Coroutine } from '../src/index.js';
-import { SimulationError, explore, simulate } from '../src/testing/index.js';
+import { LoopThread, gather, sleep, type Coroutine } from 'multiloop';
+import { SimulationError, explore, simulate } from 'multiloop/testing';
 
 const AGENT = new URL('./services/booking-agent.js', import.meta.url);
 /** Seeds 1 to 12 (`seeds: 12` would start from a random one: a new exploration each run). */

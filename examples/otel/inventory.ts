@@ -1,5 +1,5 @@
 /** The inventory thread of the otel example: counts stock inside a span of its own. */
-import { sleep, type Coroutine } from '../../src/index.js';
+import { sleep, type Coroutine } from 'multiloop';
 import { finishedSpans, tracer } from './tracing.js';
 
 export function* stock(item: string): Coroutine<number> {

@@ -1,5 +1,5 @@
 /** The pricing thread of the otel example: asks the inventory thread (a third thread) for stock. */
-import type { Coroutine, LoopRef } from '../../src/index.js';
+import type { Coroutine, LoopRef } from 'multiloop';
 import { finishedSpans, inSpan } from './tracing.js';
 
 export function* quote(item: string, units: number, inventory: LoopRef): Coroutine<number> {

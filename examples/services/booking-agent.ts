@@ -2,7 +2,7 @@
  * A booking agent hosted by a LoopThread in the testing example: it books seats at the box
  * office, which lives in the parent loop. `bookRacy` has a planted race; `bookSafe` is the fix.
  */
-import { RuntimeError, parentLoop, sleep, type Coroutine } from '../../src/index.js';
+import { RuntimeError, parentLoop, sleep, type Coroutine } from 'multiloop';
 
 /** The box office's loop (this module runs in a LoopThread started by it). */
 function parent(): NonNullable<ReturnType<typeof parentLoop>> {

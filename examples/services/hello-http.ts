@@ -5,7 +5,7 @@
  * connection for the kernel to hand to one of the threads.
  */
 import { threadId } from 'node:worker_threads';
-import { IncompleteReadError, LimitOverrunError, startServer, type Coroutine, type Server, type StreamReader, type StreamWriter } from '../../src/index.js';
+import { IncompleteReadError, LimitOverrunError, startServer, type Coroutine, type Server, type StreamReader, type StreamWriter } from 'multiloop';
 
 const encoder = new TextEncoder();
 let server: Server | null = null;

@@ -2,7 +2,7 @@
  * An inventory service hosted by a LoopThread in the examples: stock levels and reservations,
  * each reservation a little asynchronous work on the service's own loop.
  */
-import { CancelledError, parentLoop, sleep, type Coroutine } from '../../src/index.js';
+import { CancelledError, parentLoop, sleep, type Coroutine } from 'multiloop';
 
 const stock = new Map<string, number>([
   ['apple', 12],

@@ -2,7 +2,7 @@
  * A line-protocol server hosted by a LoopThread in the examples: each client sends commands, one
  * per line (`UPPER text`, `COUNT`, `QUIT`), and gets one line back for each.
  */
-import { startServer, type Coroutine, type Server, type StreamReader, type StreamWriter } from '../../src/index.js';
+import { startServer, type Coroutine, type Server, type StreamReader, type StreamWriter } from 'multiloop';
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();

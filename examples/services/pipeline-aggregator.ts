@@ -1,5 +1,5 @@
 /** The last stage of the pipeline example, on a LoopThread of its own: it totals what arrives. */
-import { type Coroutine, type ThreadQueue } from '../../src/index.js';
+import { type Coroutine, type ThreadQueue } from 'multiloop';
 import type { Priced } from './pipeline-stage.js';
 
 export interface Totals {

@@ -3,7 +3,7 @@
  * taken from one ThreadQueue and puts them on the next, until the first queue is shut down.
  */
 import { threadId } from 'node:worker_threads';
-import { ContextVar, QueueShutDown, registerContextVar, sleep, type Coroutine, type ThreadQueue } from '../../src/index.js';
+import { ContextVar, QueueShutDown, registerContextVar, sleep, type Coroutine, type ThreadQueue } from 'multiloop';
 
 /** The run an order belongs to: set where the pipeline starts, it travels with the calls. */
 export const runId = registerContextVar(new ContextVar<string>('runId'));

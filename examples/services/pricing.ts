@@ -2,7 +2,7 @@
  * A pricing service hosted by a LoopThread in the examples. It asks the inventory service (in
  * another thread) through the parent loop, chaining futures across three threads.
  */
-import { parentLoop, sleep, type Coroutine } from '../../src/index.js';
+import { parentLoop, sleep, type Coroutine } from 'multiloop';
 
 const prices: Record<string, number> = { apple: 0.5, pear: 0.8, plum: 1.2 };
 
