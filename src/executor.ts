@@ -20,7 +20,6 @@ import { _currentVars } from './contextvars.js';
 import { callSpans, carriedContext, endWhenDone, travelling, type CarriedContext } from './internal/travel.js';
 import type { YieldablePromise } from './coroutines.js';
 import { yieldable } from './internal/yieldable.js';
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -59,6 +58,7 @@ import { logger } from './log.js';
 import { collectTransfers } from './transfer.js';
 import { _Callbacks, _isComlinkProxy } from './comlink.js';
 import { _getEventLoop } from './internal/running.js';
+import { bundleFile } from './internal/bundle-files.js';
 import { checkWorkerFn, describeWorkerFn, type WorkerFn } from './worker-fn.js';
 
 /**
@@ -192,16 +192,14 @@ function readableDepth(stackSizeMb: number): number {
 }
 
 /**
- * The file piscina loads in each pool thread: dist/workers/pool-entry.cjs beside dist/src, also
- * when running from src/. CommonJS on purpose: piscina require()s its worker file before it
+ * The file piscina loads in each pool thread: the bundle's pool-entry.cjs, whichever copy of
+ * multiloop starts the pool. CommonJS on purpose: piscina require()s its worker file before it
  * tries import(), and under a require hook that compiles ES modules (tsx's) a required
  * pool-worker.js would bring a second, CommonJS copy of multiloop into the thread, beside the
- * one the jobs' modules import. The entry loads pool-worker.js with import().
+ * one the jobs' modules import. The entry loads the bundle's pool-worker.js with import().
  */
 function poolWorkerPath(): string {
-  const built = new URL('../workers/pool-entry.cjs', import.meta.url);
-  if (existsSync(built)) return fileURLToPath(built);
-  return fileURLToPath(new URL('../dist/workers/pool-entry.cjs', import.meta.url));
+  return fileURLToPath(bundleFile('pool-entry.cjs'));
 }
 
 /** The key of a WorkerFn when its object is new: functions equal by module and export share run times. */

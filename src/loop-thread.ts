@@ -31,13 +31,11 @@ import { FATE_CLOSING, FATE_OUT_OF_MEMORY, FATE_RUNNING, FATE_TERMINATED, closed
 import { CROSSES } from './internal/wire.js';
 import { encodeInitializer, runInitializer } from './internal/threads/initializer.js';
 import { simulation } from './internal/testing/active.js';
+import { bundleFile } from './internal/bundle-files.js';
 import { snapshotThisThread, thisHeartbeat, unresponsiveThread, type ThreadSnapshot } from './internal/snapshot.js';
 
-/** The worker entry; from TypeScript sources (tests under a TS loader) the built one. */
-const HOST_ENTRY = new URL(
-  import.meta.url.endsWith('.ts') ? '../dist/workers/loop-host.js' : '../workers/loop-host.js',
-  import.meta.url,
-);
+/** The worker entry: the bundle's, whichever copy of multiloop starts the thread. */
+const HOST_ENTRY = bundleFile('loop-host.js');
 
 /** How long `close()` waits for a graceful end before it terminates the thread, in ms. */
 const CLOSE_GRACE_MS = 10_000;

@@ -14,7 +14,7 @@ import type { AsyncResource } from 'node:async_hooks';
 import { _setSteppingTask, adoptFirstStore, asyncContextInUse, captureAsyncContext, runInTaskScope } from './internal/als/scope.js';
 import { _getRunningLoop } from './internal/running.js';
 import { awaitedThrough } from './internal/awaited-by.js';
-import { suspendedAt, suspension } from './internal/suspension.js';
+import { _setStepper, suspendedAt, suspension } from './internal/suspension.js';
 import { PROMISE_NOTE } from './internal/introspect.js';
 import { Context, _beginLazy, _currentVars, _endLazy, _enter, _exit, _runNested, _servesOwner, _switchTo, type VarMap } from './contextvars.js';
 import { _awaiting, _isGenerator, _isThenable, isCoroutine, type Awaitable, type Coroutine } from './coroutines.js';
@@ -331,6 +331,9 @@ function stepTask(task: Task<unknown>, error: unknown): void {
     _leaveTask(loop, task);
   }
 }
+
+// Call graphs read a suspended coroutine's frames down to this function (suspension.ts).
+_setStepper(runStep.name, import.meta.url);
 
 function runStep(task: Task<unknown>, error: unknown): void {
   let step: IteratorResult<unknown, unknown>;

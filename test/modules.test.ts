@@ -34,3 +34,36 @@ describe('the built modules', () => {
     expect(JSON.parse(output)).toEqual([]);
   }, 60_000);
 });
+
+describe('the bundle', () => {
+  const lib = fileURLToPath(new URL('../dist/lib/', import.meta.url));
+  // Entries a program imports (loop-host, pool-worker and ts-hooks run only in their threads).
+  const entries = ['index.js', 'testing.js', 'otel.js', 'cli.js', 'internals.js'];
+
+  it('loads each entry as the first import of a fresh process, and names every runtime export of tsc\'s build', () => {
+    const script = `
+      const failed = [];
+      for (const [entry, built] of ${JSON.stringify([
+        ['index.js', 'index.js'],
+        ['testing.js', 'testing/index.js'],
+        ['otel.js', 'otel/index.js'],
+        ['cli.js', 'cli.js'],
+        ['internals.js', 'internal/for-tests.js'],
+      ])}) {
+        try {
+          const bundled = Object.keys(await import(${JSON.stringify(lib)} + entry)).sort();
+          const unbundled = Object.keys(await import(${JSON.stringify(dist)} + built)).sort();
+          if (JSON.stringify(bundled) !== JSON.stringify(unbundled)) failed.push(entry + ': exports differ');
+        } catch (error) {
+          failed.push(entry + ': ' + String(error));
+        }
+      }
+      console.log(JSON.stringify(failed));
+    `;
+    for (const entry of entries) {
+      execFileSync(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(lib + entry)})`], { stdio: 'pipe' });
+    }
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(JSON.parse(output)).toEqual([]);
+  }, 60_000);
+});

@@ -284,7 +284,7 @@ describe('multiloop/otel without @opentelemetry/api', () => {
       const installed = join(app, 'node_modules', 'multiloop');
       mkdirSync(installed, { recursive: true });
       cpSync(join(ROOT, 'package.json'), join(installed, 'package.json'));
-      cpSync(join(ROOT, 'dist', 'src'), join(installed, 'dist', 'src'), { recursive: true });
+      cpSync(join(ROOT, 'dist', 'lib'), join(installed, 'dist', 'lib'), { recursive: true });
       for (const dependency of ['piscina', 'comlink']) symlinkSync(join(ROOT, 'node_modules', dependency), join(app, 'node_modules', dependency), 'dir');
       writeFileSync(
         join(app, 'main.mjs'),

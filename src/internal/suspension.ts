@@ -7,9 +7,17 @@
 import type { FrameCallGraphEntry } from '../graph.js';
 import { sourceLocation } from './positions.js';
 
-/** The task module, whose step resumes the coroutines: the stack below it is not the task's. */
-const STEPPER = new URL(`../task${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
-const STEPPER_PATH = STEPPER.replace(/^file:\/\//, '');
+/**
+ * The function of the task module that resumes the coroutines, and its file: the stack below it
+ * is not the task's. Told by name and file, not by file alone: in the bundle, multiloop's own
+ * generators (sleep, waitFor...) share the task's file and are frames of the chain.
+ */
+let stepper: { name: string; url: string; path: string } | null = null;
+
+/** @internal The task module names its stepper (task.ts, once loaded). */
+export function _setStepper(name: string, url: string): void {
+  stepper = { name, url, path: url.replace(/^file:\/\//, '') };
+}
 
 /** Frames captured by the future being awaited now, taken by the task that parks on it. */
 export const suspension: { frames: FrameCallGraphEntry[] | null } = { frames: null };
@@ -40,7 +48,7 @@ export function captureSuspension(below: (...args: never[]) => unknown): void {
     const file = site.getFileName();
     // The native `next` of each delegation has no file.
     if (file === null || file === undefined) continue;
-    if (file === STEPPER || file === STEPPER_PATH) break;
+    if (stepper !== null && (file === stepper.url || file === stepper.path) && site.getFunctionName() === stepper.name) break;
     frames.push({ name: site.getFunctionName() ?? 'anonymous', location: sourceLocation(file, site.getLineNumber() ?? 0, site.getColumnNumber() ?? 0) });
   }
   suspension.frames = frames;

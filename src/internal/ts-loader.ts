@@ -25,6 +25,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { CompileReply, CompileRequest, CompiledModule } from './ts-hooks.js';
 import type * as InThreadHooks from './ts-hooks-in-thread.js';
 import { _isTypeScriptUrl, _markCompileUrl } from './ts-urls.js';
+import { bundleFile } from './bundle-files.js';
 
 /** node:module's hook registrations, each where the running Node has it. */
 const { register, registerHooks: registerInThread } = nodeModule as {
@@ -40,14 +41,11 @@ function loadInThreadHooks(): Promise<typeof InThreadHooks | null> {
   return typeof registerInThread === 'function' ? import('./ts-hooks-in-thread.js') : Promise.resolve(null);
 }
 
-/** The built hooks: the hooks thread runs plain JavaScript, also when this file runs from source. */
-const HOOKS_URL = new URL(
-  import.meta.url.endsWith('.ts') ? '../../dist/src/internal/ts-hooks.js' : './ts-hooks.js',
-  import.meta.url,
-);
+/** The bundle's hooks: the hooks thread runs plain JavaScript, also when this file runs from source. */
+const HOOKS_URL = bundleFile('ts-hooks.js');
 
-/** This copy of multiloop's entry, which a thread loads whole before its TypeScript hooks are in. */
-const PACKAGE_URL = new URL(import.meta.url.endsWith('.ts') ? '../index.ts' : '../index.js', import.meta.url).href;
+/** The bundle's entry (what `import 'multiloop'` names), which a thread loads whole before its TypeScript hooks are in. */
+const PACKAGE_URL = bundleFile('index.js').href;
 
 /** The key of the message a thread posts its starter to be compiled for: the port it will ask on. */
 const TYPESCRIPT_PORT = 'multiloop:typescript-port';
@@ -198,9 +196,7 @@ function answer(port: MessagePort, request: CompileRequest, reply: CompileReply)
 async function compileForThread(url: string): Promise<CompiledModule> {
   if (!_isTypeScriptUrl(url)) throw new TypeError(`not a TypeScript file: ${url}`);
   registerHooks(await loadInThreadHooks());
-  nativeImport ??= createRequire(import.meta.url)(
-    import.meta.url.endsWith('.ts') ? '../../dist/src/internal/native-import.cjs' : './native-import.cjs',
-  ) as (url: string) => Promise<unknown>;
+  nativeImport ??= createRequire(import.meta.url)(fileURLToPath(bundleFile('native-import.cjs'))) as (url: string) => Promise<unknown>;
   return ((await nativeImport(_markCompileUrl(url, fileVersion(url)))) as { default: CompiledModule }).default;
 }
 

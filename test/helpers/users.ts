@@ -112,7 +112,7 @@ export function readableCopy(fixtures: readonly string[]): ReadableCopy {
   const modules = join(root, 'node_modules');
   const own = join(modules, 'multiloop');
   cpSync(join(ROOT_DIR, 'package.json'), join(own, 'package.json'));
-  for (const part of ['dist/src', 'dist/workers', 'dist/bin']) cpSync(join(ROOT_DIR, part), join(own, part), { recursive: true });
+  for (const part of ['dist/lib', 'dist/src', 'dist/bin']) cpSync(join(ROOT_DIR, part), join(own, part), { recursive: true });
   // The dependencies dist/ imports statically (the others load when used), with theirs.
   const pending = ['piscina', 'comlink'];
   const copied = new Set<string>();
