@@ -1354,6 +1354,15 @@ export class EventLoop {
     return false;
   }
 
+  /**
+   * @internal Whether the loop holds what other threads send until something else delivers it
+   * (a simulation's loop): a link then counts a batch as taken when it arrives, not when the
+   * loop dispatches it.
+   */
+  _holdsDeliveries(): boolean {
+    return false;
+  }
+
   /** @internal A Future of this loop waits for work outside it (a Promise, another thread): see `_clockHeld`. */
   _holdClock(): void {
     this.#clockHolds++;

@@ -12,8 +12,13 @@ import { _setStallMs } from '../src/internal/link.js';
 const SERVICE = new URL('./fixtures/backpressure-service.mjs', import.meta.url);
 const BOUND = 4096;
 const FLOOD = 200_000;
-/** A side holds at most the bound in flight plus what it already took in (one more bound) and a batch being filled. */
-const MOST_BEHIND = 2 * BOUND + 2 * 2048;
+/**
+ * How far a receiver may be behind its sender: the batch being filled (up to 2,048 operations),
+ * what is in flight (posted and not yet dispatched by the receiver's loop: under the bound when
+ * the last batch was posted, so up to the bound plus a batch) and what the receiver's iteration
+ * dispatched and is running (as much again).
+ */
+const MOST_BEHIND = 2 * BOUND + 3 * 2048;
 /** Iterations of work per call: enough that a sender that never yields outruns the receiver. */
 const COST = 200;
 

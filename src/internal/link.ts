@@ -344,6 +344,14 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
   readonly #maxOps: number;
   /** The peer's count of operations taken, as last read (it only grows). */
   #takenSeen = 0;
+  /**
+   * Operations that arrived and wait in the loop's inbox, not yet counted as taken: they are
+   * counted when the loop's next iteration dispatches them (or when this thread is about to
+   * block), so that the bound on the peer counts what this side has not begun to run, wherever
+   * it waits (port or inbox), and a loop that takes its port between busy iterations and again
+   * in libuv's turn does not let the peer post beyond it.
+   */
+  #unacked = 0;
   /** Whether this side waits for room (#makeRoom): what arrives meanwhile waits for the loop whole, replies too. */
   #holding = false;
   /** The peer's count of operations taken when it last took none for `stallMs` (-1: not stalled). */
@@ -486,8 +494,25 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
     }
   }
 
+  /** Count `ops` operations as taken by this side (the peer's back-pressure reads the count). */
+  #ack(ops: number): void {
+    const read = this.#read;
+    Atomics.add(read, 1, ops);
+    if (read[2] !== 0) Atomics.notify(read, 1);
+  }
+
+  /** Count as taken what waits in the loop's inbox (see #unacked). */
+  #ackInbox(): void {
+    const ops = this.#unacked;
+    if (ops === 0) return;
+    this.#unacked = 0;
+    this.#ack(ops);
+  }
+
   /** Take what the inbox holds now, without the loop: replies complete their Futures, calls wait for the loop. */
   #takeInbox(): void {
+    // This thread blocks until the loop runs again: what waits in the loop's inbox counts as taken.
+    this.#ackInbox();
     for (;;) {
       if (this.#inClosed) return;
       let message: { message: unknown } | undefined;
@@ -1081,9 +1106,13 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
       this.#replayed(message, blocked);
       return;
     }
-    const read = this.#read;
-    Atomics.add(read, 1, message.length / OP_SIZE);
-    if (read[2] !== 0) Atomics.notify(read, 1);
+    if (blocked || this.#holding || this.loop._holdsDeliveries()) {
+      // Taken now: a blocked thread dispatches nothing until it runs again, and a peer waiting
+      // for room meanwhile must not wait on it; a simulation delivers what it holds in its steps.
+      this.#ack(message.length / OP_SIZE);
+    } else {
+      this.#unacked += message.length / OP_SIZE;
+    }
     if (this.#missing === 0) {
       Atomics.store(this.#read, 0, seq);
       this.#accept(message, blocked);
@@ -1139,6 +1168,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
    * iteration (each call is isolated: its error goes to its caller or the exception handler).
    */
   _dispatch(batch: unknown[]): void {
+    this.#ackInbox();
     // A batch with calls is taken whole in one callback, so replies and calls keep their order.
     if (batchHasCalls(batch)) this.loop.callSoon(runBatch, this, batch);
     else this.#process(batch, true, false);
@@ -1146,6 +1176,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
 
   /** @internal Take a batch that was already dispatched for its replies: only its calls remain. */
   _dispatchCalls(batch: unknown[]): void {
+    this.#ackInbox();
     if (batchHasCalls(batch)) this.loop.callSoon(runCalls, this, batch);
   }
 

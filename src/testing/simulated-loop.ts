@@ -75,6 +75,11 @@ export class SimulatedLoop extends EventLoop {
     return this.#offset === null;
   }
 
+  /** @internal While the simulation runs, what other threads send waits for it to deliver. */
+  override _holdsDeliveries(): boolean {
+    return this.#holding;
+  }
+
   /** @internal Held until the simulation delivers it (once the loop joined). */
   override _deliver(receiver: InboxReceiver, batch: unknown[], callsOnly = false): void {
     if (!this.#holding) {
