@@ -149,8 +149,8 @@ export interface LoopThreadOptions {
   env?: Record<string, string | undefined>;
   /**
    * Back-pressure: how many calls (`call`, `submit`, `callSoonThreadsafe`, and replies) one side
-   * of a link to this thread may have sent that the other side has not taken in yet, in each
-   * direction (default 65,536; 1 to 2^30). Past it, the sending thread waits for
+   * of a link to this thread may have sent that the other side has not taken in yet (its loop
+   * has not dispatched them), in each direction (default 65,536; 1 to 2^30). Past it, the sending thread waits for
    * the other side to take a quarter of them, as a writer on a full pipe does: a `call` or
    * `callSoonThreadsafe` in a loop that never yields is held too. While it waits the thread takes
    * its own messages, so two threads flooding each other both go on; a side that takes nothing
