@@ -38,6 +38,9 @@ export type AwaitedResult<A> =
         ? Awaited<A>
         : never;
 
+/** The prototype of every generator function's `prototype` (%GeneratorPrototype%). */
+const GENERATOR_PROTOTYPE: unknown = Object.getPrototypeOf(function* () {}.prototype);
+
 /**
  * Whether `x` is a coroutine: a generator object, or an object that behaves as one
  * (`next`, `throw` and `return` methods), as asyncio accepts coroutine-like objects.
@@ -51,6 +54,10 @@ export type AwaitedResult<A> =
  */
 export function isCoroutine(x: unknown): x is Coroutine<unknown> {
   if (x === null || typeof x !== 'object') return false;
+  // A generator object: two prototype reads, no property lookups (this function sees objects of
+  // every kind, its property lookups would be megamorphic).
+  const prototype: unknown = Object.getPrototypeOf(x);
+  if (prototype !== null && Object.getPrototypeOf(prototype) === GENERATOR_PROTOTYPE) return true;
   const candidate = x as { next?: unknown; throw?: unknown; return?: unknown; [_FUTURE]?: unknown };
   // A Future is its own `yield*` iterator, hence has the same methods: it is not a coroutine.
   return (
