@@ -22,7 +22,8 @@ import { BUSY_SINCE, MONOTONIC_ORIGIN, TIME_ORIGIN, monotonicNow, currentThreadN
 import { _getRunningLoop, _setRunningLoop } from './internal/running.js';
 import { simulation, type LoopGate } from './internal/testing/active.js';
 import { logger } from './log.js';
-import { Task, ensureFuture } from './task.js';
+import { Task, eagerTaskFactory, ensureFuture } from './task.js';
+import { asyncContextInUse } from './internal/als/scope.js';
 import { isCoroutine, type Coroutine, type Awaitable } from './coroutines.js';
 import { _cancelOnAbort, _checkSignal, type SignalOption } from './interop.js';
 import { wrapFuture } from './concurrent.js';
@@ -174,6 +175,21 @@ export interface TaskOptions {
  */
 export type TaskFactory = (loop: EventLoop, coro: Coroutine<unknown>, options?: TaskOptions) => Task<unknown>;
 
+/** @internal A gather running children without a Task each until one is needed (tasks.ts). */
+export interface LightParent {
+  /** Make the Task of the child running its first step now (`_lightIndex`), current for the rest of the step. */
+  _promoteStepping(): Task<unknown>;
+  /** Make the Tasks of the children not started yet. */
+  _promoteAll(): void;
+}
+
+/** @internal `_lightMode()`: gather makes a Task per child at once. */
+export const LIGHT_NONE = 0;
+/** @internal `_lightMode()`: children run as lazy Tasks would, from the ready queue. */
+export const LIGHT_LAZY = 1;
+/** @internal `_lightMode()`: children run as eager Tasks would, their first step inside gather. */
+export const LIGHT_EAGER = 2;
+
 /** @internal Something that receives batches of operations from another thread. */
 export interface InboxReceiver {
   /** Take a whole batch. */
@@ -306,6 +322,15 @@ export class EventLoop {
   _currentTask: Task<unknown> | null = null;
   /** @internal The first of the loop's pending tasks, linked through `_prevTask`/`_nextTask`. */
   _taskList: Task<unknown> | null = null;
+  /**
+   * @internal The gather whose child runs its first step now without a Task (tasks.ts), the
+   * child's index in `_lightIndex`; null otherwise. `_runningTask()` makes the child's Task then.
+   */
+  _lightParent: LightParent | null = null;
+  /** @internal */
+  _lightIndex = 0;
+  /** @internal The gathers with children not started yet and no Task made for them: their Tasks are made when the loop's tasks are listed. */
+  _lightGathers: Set<LightParent> | null = null;
   /** @internal Failed futures of this loop whose error nobody retrieved yet (reported at close at the latest). */
   _unretrieved: Set<WeakRef<Future<unknown>>> | null = null;
   /** @internal What drives the loop in a simulation (multiloop/testing): the loop never drives itself then. */
@@ -422,6 +447,12 @@ export class EventLoop {
     if (!this.#inDrive && this.#running && !this.#wakePending) this.#wake();
   }
 
+  /** @internal Put `handle` back at the front of the ready queue (what an escaping error interrupted runs first next time). */
+  _scheduleFirst(handle: Runnable): void {
+    if (this.#closed) return;
+    this.#ready.unshift(handle);
+  }
+
   /**
    * @internal `callSoon(callback)` for I/O that libuv's poll phase reports right now (a socket
    * read): a loop idle waiting for I/O runs its iterations at once, as asyncio's loop runs what
@@ -438,6 +469,41 @@ export class EventLoop {
   /** @internal Schedule `callback(arg)` in `context` (a Context, or a captured variable map). */
   _callSoonWith(callback: AnyCallback, arg: unknown, context: Context | null, vars: Context['_vars']): void {
     this._scheduleHandle(new Handle(callback, this, 1, arg, undefined, context ?? vars));
+  }
+
+  /**
+   * @internal The task whose step runs now (`currentTask()`): a child of gather running its first
+   * step without a Task gets one now, and is that task for the rest of its life.
+   */
+  _runningTask(): Task<unknown> | null {
+    const task = this._currentTask;
+    if (task !== null) return task;
+    const parent = this._lightParent;
+    return parent === null ? null : parent._promoteStepping();
+  }
+
+  /** @internal Make the Tasks of every child of a gather not started yet (the loop's tasks are listed). */
+  _promoteLight(): void {
+    // The child running its first step now is one of the pending tasks.
+    this._runningTask();
+    const gathers = this._lightGathers;
+    if (gathers === null || gathers.size === 0) return;
+    this._lightGathers = null;
+    for (const gather of gathers) gather._promoteAll();
+  }
+
+  /**
+   * @internal How gather may run coroutines on this loop without a Task each until one is needed
+   * (tasks.ts): LIGHT_LAZY as the Tasks `createTask` makes here would run, LIGHT_EAGER as eager
+   * ones, LIGHT_NONE when a Task must be made at once (a task factory or `createTask` of one's
+   * own, debug mode, AsyncLocalStorage in use, a closed loop).
+   */
+  _lightMode(): number {
+    if (this.#closed || this.#debug || asyncContextInUse || this.createTask !== EventLoop.prototype.createTask) return LIGHT_NONE;
+    const factory = this.#taskFactory;
+    if (factory === null) return LIGHT_LAZY;
+    if (factory !== eagerTaskFactory) return LIGHT_NONE;
+    return this.#running ? LIGHT_EAGER : LIGHT_LAZY;
   }
 
   /** @internal Register a new pending task. */

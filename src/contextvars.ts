@@ -132,7 +132,16 @@ let callbackNumber = 0;
  * first change (`set`, `reset`, `Context.run`, a Context object asked for) enters the context
  * for the rest of the step.
  */
-let lazyOwner: { _context: Context | VarMap } | null = null;
+let lazyOwner: LazyOwner | null = null;
+/**
+ * Whose variables a step reads before entering them: a Task, or a gather standing in for the Task
+ * of a child not made yet, which makes it (`_promoteStepping`) before anything changes.
+ */
+interface LazyOwner {
+  _context: Context | VarMap;
+  _promoteStepping?(): LazyOwner;
+}
+
 /** What the step's end must restore once a lazy context was entered, else null. */
 let lazyPrevious: Context | null = null;
 
@@ -151,8 +160,10 @@ function currentVars(): VarMap {
 
 /** Enter the pending lazy context, if any, before the current context is changed. */
 function materialize(): void {
-  const owner = lazyOwner;
+  let owner = lazyOwner;
   if (owner === null) return;
+  // A change is the child's own: it needs its Task, which takes the gather's place.
+  if (owner._promoteStepping !== undefined) owner = owner._promoteStepping();
   lazyOwner = null;
   lazyPrevious = _enterOwned(owner._context as VarMap, owner);
 }
@@ -389,6 +400,11 @@ export function _beginLazy(owner: { _context: Context | VarMap }): void {
   lazyOwner = owner;
 }
 
+/** @internal `to` (a child's Task, just made) takes the place of `from` (the gather that stood in for it) in the step running now. */
+export function _replaceLazyOwner(from: LazyOwner, to: LazyOwner): void {
+  if (lazyOwner === from) lazyOwner = to;
+}
+
 /** @internal End the step begun by `_beginLazy`: keep what it changed, leave what it entered. */
 export function _endLazy(owner: { _context: Context | VarMap }): void {
   const previous = lazyPrevious;
@@ -440,6 +456,45 @@ export function _runNested<O extends { _context: Context | VarMap }>(owner: O, s
     scratch._vars = outerVars;
     scratch._owner = outerOwner;
   }
+}
+
+/** @internal What `_beginNested` saved of the code it runs inside. */
+export interface NestedState {
+  current: Context;
+  lazyOwner: LazyOwner | null;
+  lazyPrevious: Context | null;
+  vars: VarMap;
+  owner: unknown;
+}
+
+/**
+ * @internal Begin running steps of `owner` (a gather standing in for its children's Tasks) in the
+ * middle of whatever runs, as `_runNested` runs one: its variables read lazily. Between steps,
+ * `_againNested` puts back what a step changed; `_endNested` ends, as the outer code left it.
+ */
+export function _beginNested(owner: LazyOwner): NestedState {
+  const saved: NestedState = { current, lazyOwner, lazyPrevious, vars: scratch._vars, owner: scratch._owner };
+  lazyOwner = owner;
+  lazyPrevious = null;
+  return saved;
+}
+
+/** @internal After a step that made its Task (and may have entered its context): `owner` stands in again for the next. */
+export function _againNested(saved: NestedState, owner: LazyOwner): void {
+  current = saved.current;
+  lazyOwner = owner;
+  lazyPrevious = null;
+  scratch._vars = saved.vars;
+  scratch._owner = saved.owner;
+}
+
+/** @internal End what `_beginNested` began. */
+export function _endNested(saved: NestedState): void {
+  current = saved.current;
+  lazyOwner = saved.lazyOwner;
+  lazyPrevious = saved.lazyPrevious;
+  scratch._vars = saved.vars;
+  scratch._owner = saved.owner;
 }
 
 /** @internal Enter `context` for a loop callback; throws like `Context.run` when it is entered already. */

@@ -91,6 +91,15 @@ export class Task<T = unknown> extends Future<T> implements Runnable {
    */
   constructor(coro: Coroutine<T>, options?: LoopOption & TaskOptions) {
     super(options);
+    if (options === promotion) {
+      // A child gather ran without a Task so far (`_promotedTask`): neither scheduled nor listed.
+      this._coro = coro;
+      this._name = promotion.number;
+      this._context = promotion.vars as VarMap;
+      this._asyncScope = null;
+      this._result = NO_ERROR;
+      return;
+    }
     if (!isCoroutine(coro)) {
       throw new TypeError(`a coroutine was expected, got ${repr(coro)}`);
     }
@@ -284,7 +293,7 @@ function runTask(task: Task<unknown>): void {
   }
 }
 
-_setSteppingTask(() => _getRunningLoop()?._currentTask ?? null);
+_setSteppingTask(() => _getRunningLoop()?._runningTask() ?? null);
 
 const futureAddDoneCallback = Future.prototype.addDoneCallback;
 
@@ -342,17 +351,27 @@ function runStep(task: Task<unknown>, error: unknown): void {
   try {
     step = error === NO_ERROR ? coro.next() : coro.throw(error);
   } catch (thrown) {
-    task._loop._removeTask(task);
-    if (thrown instanceof CancelledError) {
-      // Kept for the first result()/exception() to re-raise, as asyncio's `_cancelled_exc`.
-      task._result = thrown;
-      task._cancelFuture(null);
-    } else {
-      task._setExceptionUnchecked(thrown === undefined || thrown === null ? new TypeError(`a coroutine threw ${thrown}`) : thrown);
-      if (_isEscaping(thrown)) throw thrown;
-    }
+    _stepThrew(task, thrown);
     return;
   }
+  _stepReturned(task, step);
+}
+
+/** @internal The end of a step whose coroutine threw `thrown`: the task fails, or is cancelled. */
+export function _stepThrew(task: Task<unknown>, thrown: unknown): void {
+  task._loop._removeTask(task);
+  if (thrown instanceof CancelledError) {
+    // Kept for the first result()/exception() to re-raise, as asyncio's `_cancelled_exc`.
+    task._result = thrown;
+    task._cancelFuture(null);
+  } else {
+    task._setExceptionUnchecked(thrown === undefined || thrown === null ? new TypeError(`a coroutine threw ${thrown}`) : thrown);
+    if (_isEscaping(thrown)) throw thrown;
+  }
+}
+
+/** @internal The end of a step whose coroutine returned or yielded: the task finishes, or waits for what it yielded. */
+export function _stepReturned(task: Task<unknown>, step: IteratorResult<unknown, unknown>): void {
   if (step.done === true) {
     task._loop._removeTask(task);
     if ((task._cancels & MUST_CANCEL) !== 0) {
@@ -412,7 +431,8 @@ function runStep(task: Task<unknown>, error: unknown): void {
  */
 function eagerStart(task: Task<unknown>): void {
   const loop = task._loop;
-  const outer = loop._currentTask;
+  // Inside a child gather runs without a Task (gather.ts), that child gets its Task first.
+  const outer = loop._runningTask();
   loop._currentTask = task;
   try {
     if (asyncContextInUse) runInTaskScope(task, nestedEagerStep);
@@ -506,6 +526,36 @@ export function createEagerTaskFactory(customTaskConstructor: TaskConstructor): 
 }
 
 /**
+ * The options of a Task made for a child that gather ran without one so far (tasks.ts): the
+ * constructor reads its name and variables from here, and neither schedules nor lists it.
+ */
+const promotion: { loop: EventLoop | undefined; number: number; vars: VarMap | null } = { loop: undefined, number: 0, vars: null };
+
+/**
+ * @internal The Task of a coroutine that gather ran so far without one, made when something needs
+ * it (it is asked for, it waits, it failed): named `Task-<number>`, its context `vars`, not
+ * scheduled and not among the loop's tasks (the caller decides both).
+ */
+export function _promotedTask(loop: EventLoop, coro: Coroutine<unknown>, number: number, vars: VarMap): Task<unknown> {
+  promotion.loop = loop;
+  promotion.number = number;
+  promotion.vars = vars;
+  try {
+    return new Task(coro, promotion);
+  } finally {
+    promotion.loop = undefined;
+    promotion.vars = null;
+  }
+}
+
+/** @internal Take `count` task numbers, as that many Tasks made now would; returns the number before the first. */
+export function _takeTaskNumbers(count: number): number {
+  const before = taskCounter;
+  taskCounter += count;
+  return before;
+}
+
+/**
  * The options of the eager Tasks made with none given. A Task reads its options in its
  * constructor before its first step and keeps none of them, so one object serves every such
  * task (no allocation per task), its loop let go once the task is made.
@@ -545,7 +595,7 @@ export const eagerTaskFactory: TaskFactory = createEagerTaskFactory(Task);
  * ```
  */
 export function currentTask(loop?: EventLoop): Task<unknown> | null {
-  return (loop ?? getRunningLoop())._currentTask;
+  return (loop ?? getRunningLoop())._runningTask();
 }
 
 /**
@@ -558,6 +608,7 @@ export function currentTask(loop?: EventLoop): Task<unknown> | null {
  */
 export function allTasks(loop?: EventLoop): Set<Task<unknown>> {
   const target = loop ?? getRunningLoop();
+  target._promoteLight();
   const pending = new Set<Task<unknown>>();
   for (let task = target._taskList; task !== null; task = task._nextTask) {
     if (task._state === PENDING) pending.add(task);

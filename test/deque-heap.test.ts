@@ -58,6 +58,30 @@ describe('Fifo', () => {
     expect(fifo.shift()).toBeUndefined();
   });
 
+  it('keeps the model order with items put back at the front, across block edges', () => {
+    const next = mulberry32(0xfa57);
+    const fifo = new Fifo<number>();
+    const model: number[] = [];
+    let counter = 0;
+    for (let step = 0; step < 100_000; step++) {
+      const roll = next();
+      if (roll < 0.45) {
+        fifo.push(counter);
+        model.push(counter++);
+      } else if (roll < 0.7) {
+        fifo.unshift(counter);
+        model.unshift(counter++);
+      } else {
+        expect(fifo.shift()).toBe(model.shift());
+      }
+      expect(fifo.length).toBe(model.length);
+    }
+    while (model.length > 0) expect(fifo.shift()).toBe(model.shift());
+    fifo.unshift(-1);
+    fifo.push(-2);
+    expect([fifo.shift(), fifo.shift(), fifo.shift()]).toEqual([-1, -2, undefined]);
+  });
+
   it('goes on after exactly one block was filled and emptied, and after clear()', () => {
     const fifo = new Fifo<string>();
     for (let round = 0; round < 3; round++) {

@@ -66,6 +66,18 @@ export class Fifo<T> {
     return item;
   }
 
+  /** Put `item` at the front, to be shifted next. */
+  unshift(item: T): void {
+    if (this.#headIndex === 0) {
+      const block = newBlock<T>();
+      block[BLOCK] = this.#head;
+      this.#head = block;
+      this.#headIndex = BLOCK;
+    }
+    this.#head[--this.#headIndex] = item;
+    this.#length++;
+  }
+
   /** Drop every item. */
   clear(): void {
     this.#head = this.#tail = newBlock();

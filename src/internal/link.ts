@@ -875,7 +875,7 @@ export class Link implements InboxReceiver, Flushable, CallsInFlight, Pollable {
 
   /** Name the task making the calls that follow, when it is not the one named last. */
   #sendOrigin(): void {
-    const task = this.loop._currentTask;
+    const task = this.loop._runningTask();
     if (task === this.#lastOrigin) return;
     this.#lastOrigin = task;
     if (task === null) this.#push(OP_ORIGIN, 0, null, null);

@@ -33,6 +33,7 @@ export async function snapshotThisThreadInSlices(perTurn = TASKS_PER_TURN): Prom
   for (const loop of threadLoops<EventLoop>()) {
     const stats = loop._stats();
     const pending: Array<Task<unknown>> = [];
+    loop._promoteLight();
     for (let task = loop._taskList; task !== null; task = task._nextTask) if (!task.done()) pending.push(task);
     loops.push(loopRow(loop, stats, pending.length));
     scenes.push([sceneOf(loop, threadName, nowTick), pending]);

@@ -238,7 +238,7 @@ export interface Scene {
 
 /** The scene of `loop` now; `nowTick`: performance.now() | 0, read once per snapshot. */
 export function sceneOf(loop: EventLoop, threadName: string, nowTick: number): Scene {
-  return { loop, threadName, debug: loop.getDebug(), current: loop._currentTask, now: loop.time(), nowTick };
+  return { loop, threadName, debug: loop.getDebug(), current: loop._runningTask(), now: loop.time(), nowTick };
 }
 
 /** The row of `task`, not done, of the loop of `scene`. */
@@ -305,6 +305,7 @@ export function snapshotThisThread(): ThreadSnapshot {
     const stats = loop._stats();
     const scene = sceneOf(loop, threadName, nowTick);
     let count = 0;
+    loop._promoteLight();
     for (let task = loop._taskList; task !== null; task = task._nextTask) {
       if (task.done()) continue;
       count++;
