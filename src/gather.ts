@@ -14,7 +14,7 @@
 import { adoptFirstStore, asyncContextInUse } from './internal/als/scope.js';
 import { awaitedThrough } from './internal/awaited-by.js';
 import { LIGHT_EAGER, LIGHT_NONE, type EventLoop, type LightParent } from './base-events.js';
-import { _againNested, _beginLazy, _beginNested, _currentVars, _endLazy, _endNested, _replaceLazyOwner, type Context, type VarMap } from './contextvars.js';
+import { _againNested, _beginLazy, _beginNested, _currentVars, _endLazy, _endNested, _replaceLazyOwner, type Context, type NestedState, type VarMap } from './contextvars.js';
 import { isCoroutine, type Awaitable, type AwaitedResult, type Coroutine } from './coroutines.js';
 import { getEventLoop } from './events.js';
 import { CancelledError, _isEscaping } from './exceptions.js';
@@ -251,6 +251,13 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
       light[i] = undefined;
     }
     this.#watching = true;
+    if (this.#children === null) {
+      // Every child returned in its first step.
+      this.#finished = count;
+      this.#last = null;
+      this.#childDone(null);
+      return;
+    }
     for (let i = 0; i < count; i++) {
       const child = this.#taskAt(i);
       if (child === null) {
@@ -285,21 +292,18 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
       while (index < count && !asyncContextInUse) {
         this.#number = _takeTaskNumbers(1) + 1;
         loop._lightIndex = index;
-        try {
-          this.#stepLight(index);
-        } finally {
-          const task = this.#taskAt(index);
-          index++;
-          if (task !== null) {
-            loop._currentTask = null;
-            _endLazy(task);
-            _againNested(saved, this);
-            this._context = this.#vars;
-            if (task._state !== PENDING) task._coro = null;
-            if (asyncContextInUse) adoptFirstStore(task);
-          }
+        this.#stepLight(index);
+        const task = this.#taskAt(index++);
+        if (task !== null) {
+          this.#endPromoted(task, saved);
+          if (asyncContextInUse) adoptFirstStore(task);
         }
       }
+    } catch (error) {
+      // An escaping error: the child it came from has its Task, which ends as eagerStart ends one.
+      const task = this.#taskAt(index);
+      if (task !== null) this.#endPromoted(task, saved);
+      throw error;
     } finally {
       loop._currentTask = outerTask;
       loop._lightParent = outerParent;
@@ -308,6 +312,15 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
       this._context = null;
     }
     return index;
+  }
+
+  /** After an eager first step that made the child's Task: leave its context, let a done task's coroutine go. */
+  #endPromoted(task: Task<unknown>, saved: NestedState): void {
+    this._loop._currentTask = null;
+    _endLazy(task);
+    _againNested(saved, this);
+    this._context = this.#vars;
+    if (task._state !== PENDING) task._coro = null;
   }
 
   /** The first step of light child `index`, its context begun: it returns, or gets its Task to go on. */
