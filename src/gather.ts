@@ -175,55 +175,75 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
     const loop = this._loop;
     const count = this.#count;
     this._context = this.#vars;
+    loop._lightParent = this;
+    _beginLazy(this);
     try {
       while (this.#started < count) {
         const index = this.#started++;
-        const child = this.#taskAt(index);
-        if (child === null && !asyncContextInUse && !loop.getDebug()) {
-          loop._lightParent = this;
-          loop._lightIndex = index;
-          this.#stepLazily(index);
-        } else {
-          (child ?? this.#promote(index, true))._run();
+        if (this.#children === null || this.#taskAt(index) === null) {
+          if (!asyncContextInUse && !loop.getDebug()) {
+            loop._lightIndex = index;
+            this.#stepLazily(index);
+            continue;
+          }
+          this.#promote(index, true);
         }
+        // As the Task's own entry in the queue would run it, begun and ended as it begins and ends steps.
+        loop._lightParent = null;
+        _endLazy(this);
+        (this.#taskAt(index) as Task<unknown>)._run();
+        loop._lightParent = this;
+        _beginLazy(this);
       }
     } catch (error) {
       if (this.#started < count) loop._scheduleFirst(this);
       throw error;
     } finally {
+      loop._lightParent = null;
+      _endLazy(this);
       this._context = null;
       if (this.#started === count) loop._lightGathers?.delete(this);
     }
   }
 
-  /** The first step of light child `index` from the ready queue, as `runTask` runs a Task's. */
+  /**
+   * The first step of light child `index` from the ready queue, as `runTask` runs a Task's, its
+   * context begun lazily by `_run` for every child: errors escaping the step go to the exception
+   * handler; a child that made its Task leaves its context (and its store of AsyncLocalStorage)
+   * as a Task's step does, and the next child begins afresh.
+   */
   #stepLazily(index: number): void {
     const loop = this._loop;
-    _beginLazy(this);
     try {
-      try {
-        this.#stepLight(index);
-      } finally {
-        loop._lightParent = null;
-        loop._currentTask = null;
-      }
+      this.#stepLight(index);
     } catch (error) {
-      if (_isEscaping(error)) throw error;
+      loop._currentTask = null;
+      if (_isEscaping(error)) {
+        this.#endLazyPromoted(index);
+        throw error;
+      }
       const task = this.#taskAt(index);
+      loop._lightParent = null;
       loop.callExceptionHandler({
         message: `Exception in callback ${task === null ? String(this) : task._describe()}`,
         exception: error as Error,
         task: task ?? undefined,
       });
-    } finally {
-      const task = this.#taskAt(index);
-      if (task === null) _endLazy(this);
-      else {
-        _endLazy(task);
-        this._context = this.#vars;
-        if (asyncContextInUse) adoptFirstStore(task);
-      }
+      loop._lightParent = this;
     }
+    if (this.#children !== null) this.#endLazyPromoted(index);
+  }
+
+  /** After child `index`'s first step from the queue: if it made its Task, end that step as `runTask` ends a Task's. */
+  #endLazyPromoted(index: number): void {
+    const task = this.#taskAt(index);
+    if (task === null) return;
+    const loop = this._loop;
+    loop._currentTask = null;
+    _endLazy(task);
+    this._context = this.#vars;
+    if (asyncContextInUse) adoptFirstStore(task);
+    _beginLazy(this);
   }
 
   /** @internal The entry as debug mode's slow-callback warnings name it: the Task of the child run last. */
