@@ -84,8 +84,13 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
   #count: number;
   /** How many distinct children have finished. */
   #finished = 0;
-  /** The child whose finishing made every child finished (null: a light child): its callback decides the outcome. */
-  #last: Future<unknown> | null | undefined = undefined;
+  /** The child whose finishing made every child finished, once one did: its callback decides the outcome. */
+  #last: Future<unknown> | null = null;
+  /**
+   * Whether a light child was that child (it returned in its first step; `#last` stays null).
+   * Not `#last` set to a marker: a field that holds one kind of value keeps the code that reads it.
+   */
+  #lastLight = false;
   #returnExceptions: boolean;
   /** Set when `cancel()` reached at least one child: the outcome is then a CancelledError. */
   #cancelRequested = false;
@@ -274,7 +279,7 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
     if (this.#children === null) {
       // Every child returned in its first step.
       this.#finished = count;
-      this.#last = null;
+      this.#lastLight = true;
       this.#childDone(null);
       return;
     }
@@ -282,7 +287,7 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
       const child = this.#taskAt(i);
       if (child === null) {
         if (++this.#finished === count) {
-          this.#last = null;
+          this.#lastLight = true;
           this.#childDone(null);
         }
       } else if (child._state !== PENDING) {
@@ -403,8 +408,9 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
   /** Light child `index` returned `value` in its first step: counted as its Task would be as it finished. */
   #returned(index: number, value: unknown): void {
     (this.#light as unknown[])[index] = value;
-    // Eagerly, children are counted once each has run its first step.
-    if (!this.#watching) return;
+    // Eagerly, children are counted once each has run its first step (read from #eager, set
+    // before any step: #watching changes after them, which would cost the optimized steps).
+    if (this.#eager) return;
     if (this.#tally(null)) this._loop._callSoonWith(this.#childDone, null, null, null);
   }
 
@@ -438,7 +444,8 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
   /** Count `child` (null: a light child) as finished; whether it was the last (whose callback then decides the outcome). */
   #tally(child: Future<unknown> | null): boolean {
     if (++this.#finished < this.#count) return false;
-    this.#last = child;
+    if (child === null) this.#lastLight = true;
+    else this.#last = child;
     return true;
   }
 
@@ -467,7 +474,7 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
         return;
       }
     }
-    if (child !== this.#last) return;
+    if (child === null ? !this.#lastLight : child !== this.#last) return;
     const children = this.#children;
     const light = this.#light;
     if (this.#cancelRequested) {
