@@ -8,8 +8,9 @@
  * have made (its number, its context, its place among the loop's tasks), when it is asked for
  * (`currentTask()`, `allTasks()`, a snapshot), when its context changes, when it waits or
  * fails, or when the gather is cancelled. Meanwhile the loop runs the child's first step where
- * the Task's would have run: from the ready queue, in the same order (the gather itself is the
- * queue's entry, once per child), or inside gather with an eager task factory.
+ * the Task's would have run: from the ready queue, in the same order (the gather is one entry
+ * standing for the Tasks' entries, which would have been queued one after the other), or inside
+ * gather with an eager task factory.
  */
 import { adoptFirstStore, asyncContextInUse } from './internal/als/scope.js';
 import { awaitedThrough } from './internal/awaited-by.js';
@@ -73,9 +74,9 @@ const futureAddDoneCallback = Future.prototype.addDoneCallback;
  * overrides `addDoneCallback`, which is called as asyncio calls it.
  *
  * Children that are coroutines may be light (see the module's comment): `#children` holds null
- * for them and `#light` their coroutine, until they get a Task or return (then `#light` holds
- * what they returned). Lazily, the gather is the ready queue's entry for each child's first
- * step, in order: `#started` counts the entries run.
+ * for them (or is null while none has a Task) and `#light` their coroutine, until they get a
+ * Task or return (then `#light` holds what they returned). Lazily, the gather is the ready
+ * queue's entry for the children's first steps, run in order: `#started` counts them.
  */
 class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, LightParent {
   /** The children in argument order, duplicates included; null for a light child, or for all until one has a Task. */
@@ -100,7 +101,7 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
   #vars: VarMap = null;
   /** Whether light children run as eager Tasks would (their first steps inside gather). */
   #eager = false;
-  /** Lazily: the ready queue's entries for the children run so far. */
+  /** Lazily: how many children have had their first step (or their Task's) run from the gather's entry in the ready queue. */
   #started = 0;
   /** The task number before the first child's (lazily), or the number of the child stepping now (eagerly). */
   #number = 0;

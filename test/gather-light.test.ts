@@ -6,6 +6,7 @@
  * answer, contexts, cancellations, errors and results. Eager scenarios compare
  * `eagerTaskFactory` with `createEagerTaskFactory(Task)` (which makes its Tasks the usual way).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
 import {
   CancelledError,
@@ -18,6 +19,7 @@ import {
   currentTask,
   eagerTaskFactory,
   gather,
+  getRunningLoop,
   isCoroutine,
   newEventLoop,
   sleep,
@@ -93,6 +95,8 @@ describe('gather without a Task per child', () => {
         return i * 10;
       }
       const gathered = gather(child(0), child(1), child(2));
+      // Without a task factory the children are light: no Task yet, the gather waits in the queue.
+      if (loop.getTaskFactory() === null) expect(loop._lightGathers?.size).toBe(1);
       loop.callSoon(() => log('callback after'));
       const results = yield* gathered;
       log('gathered');
@@ -116,6 +120,9 @@ describe('gather without a Task per child', () => {
     const trace = await expectSameEager(function* (log) {
       function* child(i: number): Coroutine<number> {
         log(`child ${i}`);
+        // With eagerTaskFactory the child runs light: no Task unless asked for.
+        const loop = getRunningLoop();
+        if (loop.getTaskFactory() === eagerTaskFactory) expect([loop._currentTask, loop._lightParent === null]).toEqual([null, false]);
         return i;
       }
       const gathered = gather([child(1), child(2)]);
@@ -408,6 +415,29 @@ describe('gather without a Task per child', () => {
         log(`${(error as Error).name}: ${(error as Error).message} ${error instanceof CancelledError}`);
       }
     });
+  });
+});
+
+describe('gather without a Task per child, AsyncLocalStorage first used inside a child', () => {
+  // Last in this file: the first use of a store turns async contexts on for the whole process.
+  it('gives the child its Task and store, its siblings none, as Tasks would', async () => {
+    const storage = new AsyncLocalStorage<string>();
+    const scenario = (tag: string) =>
+      function* (log: (line: string) => void): Coroutine<void> {
+        function* child(i: number): Coroutine<void> {
+          if (i === 0) storage.enterWith(`${tag}-zero`);
+          log(`child ${i} first step: ${storage.getStore()}`);
+          yield* sleep(0);
+          log(`child ${i} later: ${storage.getStore()}`);
+        }
+        yield* gather(child(0), child(1), child(2));
+        log(`main: ${storage.getStore()}`);
+      };
+    const light = await traceOf('light', scenario('x'));
+    expect(light).toEqual(await traceOf('tasks', scenario('x')));
+    expect(light).toContain('child 0 later: x-zero');
+    expect(light).toContain('child 1 later: undefined');
+    expect(light).toContain('main: undefined');
   });
 });
 
