@@ -526,7 +526,7 @@ export function createEagerTaskFactory(customTaskConstructor: TaskConstructor): 
 }
 
 /**
- * The options of a Task made for a child that gather ran without one so far (tasks.ts): the
+ * The options of a Task made for a child that gather ran without one so far (gather.ts): the
  * constructor reads its name and variables from here, and neither schedules nor lists it.
  */
 const promotion: { loop: EventLoop | undefined; number: number; vars: VarMap | null } = { loop: undefined, number: 0, vars: null };
