@@ -175,7 +175,7 @@ export interface TaskOptions {
  */
 export type TaskFactory = (loop: EventLoop, coro: Coroutine<unknown>, options?: TaskOptions) => Task<unknown>;
 
-/** @internal A gather running children without a Task each until one is needed (tasks.ts). */
+/** @internal A gather running children without a Task each until one is needed (gather.ts). */
 export interface LightParent {
   /** Make the Task of the child running its first step now (`_lightIndex`), current for the rest of the step. */
   _promoteStepping(): Task<unknown>;
@@ -323,7 +323,7 @@ export class EventLoop {
   /** @internal The first of the loop's pending tasks, linked through `_prevTask`/`_nextTask`. */
   _taskList: Task<unknown> | null = null;
   /**
-   * @internal The gather whose child runs its first step now without a Task (tasks.ts), the
+   * @internal The gather whose child runs its first step now without a Task (gather.ts), the
    * child's index in `_lightIndex`; null otherwise. `_runningTask()` makes the child's Task then.
    */
   _lightParent: LightParent | null = null;
@@ -494,7 +494,7 @@ export class EventLoop {
 
   /**
    * @internal How gather may run coroutines on this loop without a Task each until one is needed
-   * (tasks.ts): LIGHT_LAZY as the Tasks `createTask` makes here would run, LIGHT_EAGER as eager
+   * (gather.ts): LIGHT_LAZY as the Tasks `createTask` makes here would run, LIGHT_EAGER as eager
    * ones, LIGHT_NONE when a Task must be made at once (a task factory or `createTask` of one's
    * own, debug mode, AsyncLocalStorage in use, a closed loop).
    */

@@ -481,11 +481,9 @@ export function _beginNested(owner: LazyOwner): NestedState {
 
 /** @internal After a step that made its Task (and may have entered its context): `owner` stands in again for the next. */
 export function _againNested(saved: NestedState, owner: LazyOwner): void {
-  current = saved.current;
+  _endNested(saved);
   lazyOwner = owner;
   lazyPrevious = null;
-  scratch._vars = saved.vars;
-  scratch._owner = saved.owner;
 }
 
 /** @internal End what `_beginNested` began. */

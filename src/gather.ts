@@ -127,11 +127,10 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
     return gathering;
   }
 
-  /** Gather `coros` (distinct coroutines) as light children, run as lazy or eager Tasks of `loop` would run. */
-  static _light(loop: EventLoop, coros: readonly unknown[], returnExceptions: boolean, mode: number): GatheringFuture {
-    const count = coros.length;
-    const gathering = new GatheringFuture(loop, null, count, returnExceptions);
-    gathering.#light = coros.slice();
+  /** Gather `coros` (distinct coroutines, an array gather may keep) as light children, run as lazy or eager Tasks of `loop` would run. */
+  static _light(loop: EventLoop, coros: unknown[], returnExceptions: boolean, mode: number): GatheringFuture {
+    const gathering = new GatheringFuture(loop, null, coros.length, returnExceptions);
+    gathering.#light = coros;
     if (mode === LIGHT_EAGER) gathering.#startEagerly();
     else gathering.#startLazily();
     return gathering;
@@ -186,7 +185,7 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
     try {
       while (this.#started < count) {
         const index = this.#started++;
-        if (this.#children === null || this.#taskAt(index) === null) {
+        if (this.#taskAt(index) === null) {
           if (!asyncContextInUse && !loop.getDebug()) {
             loop._lightIndex = index;
             this.#stepLazily(index);
@@ -225,7 +224,7 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
     } catch (error) {
       loop._currentTask = null;
       if (_isEscaping(error)) {
-        this.#endLazyPromoted(index);
+        this.#endPromotedStep(index, null);
         throw error;
       }
       const task = this.#taskAt(index);
@@ -237,19 +236,25 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
       });
       loop._lightParent = this;
     }
-    if (this.#children !== null) this.#endLazyPromoted(index);
+    this.#endPromotedStep(index, null);
   }
 
-  /** After child `index`'s first step from the queue: if it made its Task, end that step as `runTask` ends a Task's. */
-  #endLazyPromoted(index: number): void {
+  /**
+   * After child `index`'s first step, if it made its Task: end that step as a Task's step ends
+   * (its context left, its store of AsyncLocalStorage kept; an eager task done lets its coroutine
+   * go), and stand in again for the next child: lazily at the top (`saved` null), eagerly inside
+   * what `saved` holds.
+   */
+  #endPromotedStep(index: number, saved: NestedState | null): void {
     const task = this.#taskAt(index);
     if (task === null) return;
-    const loop = this._loop;
-    loop._currentTask = null;
+    this._loop._currentTask = null;
     _endLazy(task);
+    if (saved === null) _beginLazy(this);
+    else _againNested(saved, this);
     this._context = this.#vars;
+    if (this.#eager && task._state !== PENDING) task._coro = null;
     if (asyncContextInUse) adoptFirstStore(task);
-    _beginLazy(this);
   }
 
   /** @internal The entry as debug mode's slow-callback warnings name it: the Task of the child run last. */
@@ -319,16 +324,11 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
         this.#number = _takeTaskNumbers(1) + 1;
         loop._lightIndex = index;
         this.#stepLight(index);
-        const task = this.#taskAt(index++);
-        if (task !== null) {
-          this.#endPromoted(task, saved);
-          if (asyncContextInUse) adoptFirstStore(task);
-        }
+        this.#endPromotedStep(index++, saved);
       }
     } catch (error) {
       // An escaping error: the child it came from has its Task, which ends as eagerStart ends one.
-      const task = this.#taskAt(index);
-      if (task !== null) this.#endPromoted(task, saved);
+      this.#endPromotedStep(index, saved);
       throw error;
     } finally {
       loop._currentTask = outerTask;
@@ -338,15 +338,6 @@ class GatheringFuture extends Future<unknown[]> implements Waiter, Runnable, Lig
       this._context = null;
     }
     return index;
-  }
-
-  /** After an eager first step that made the child's Task: leave its context, let a done task's coroutine go. */
-  #endPromoted(task: Task<unknown>, saved: NestedState): void {
-    this._loop._currentTask = null;
-    _endLazy(task);
-    _againNested(saved, this);
-    this._context = this.#vars;
-    if (task._state !== PENDING) task._coro = null;
   }
 
   /** The first step of light child `index`, its context begun: it returns, or gets its Task to go on. */
@@ -627,7 +618,8 @@ export function gather(...args: unknown[]): Future<unknown[]> {
   if (distinct && coroutines) {
     const target = lightLoop();
     const mode = target === null ? LIGHT_NONE : target._lightMode();
-    if (mode !== LIGHT_NONE) return GatheringFuture._light(target as EventLoop, aws, returnExceptions, mode);
+    // The array becomes the list of results: gather's own rest array, or a copy of the caller's.
+    if (mode !== LIGHT_NONE) return GatheringFuture._light(target as EventLoop, aws === args ? args : aws.slice(), returnExceptions, mode);
   }
   // Made at its full length: pushing 100k children grew (copied) it about twenty times.
   const children = new Array<Future<unknown>>(count);
